@@ -1,0 +1,1 @@
+"""Writing the convert step's artifacts: model.cpp, model.bin and model.json."""

@@ -1,0 +1,70 @@
+"""model.bin: every constant tensor, 64-byte aligned, with an index.
+
+Layout (little-endian), documented in docs/formats.md:
+  header  64 bytes: magic "QNNBWTS\\0", u32 version, u32 tensor count, u64 index offset, u64 index size,
+          zero padding
+  payload each tensor's bytes at a 64-byte aligned offset
+  index   per tensor: u32 name length, name (UTF-8), u32 dtype (ONNX code), u32 rank, i64 dims[rank],
+          u64 offset, u64 size
+"""
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import helper
+
+MAGIC = b"QNNBWTS\0"
+VERSION = 1
+ALIGN = 64
+_HEADER = struct.Struct("<8sIIQQ")
+
+
+@dataclass(frozen=True)
+class WeightEntry:
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    offset: int
+    size: int
+
+
+def pack_weights(tensors: list[tuple[str, np.ndarray]]) -> tuple[bytes, dict[str, WeightEntry]]:
+    """model.bin bytes and where each tensor landed."""
+    payload = bytearray(ALIGN)  # room for the header
+    entries: dict[str, WeightEntry] = {}
+    for name, value in tensors:
+        data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
+        payload.extend(b"\0" * (-len(payload) % ALIGN))
+        entries[name] = WeightEntry(name, value.dtype, tuple(value.shape), len(payload), len(data))
+        payload.extend(data)
+    payload.extend(b"\0" * (-len(payload) % ALIGN))
+    index = bytearray()
+    for e in entries.values():
+        raw = e.name.encode("utf-8")
+        index += struct.pack("<I", len(raw)) + raw
+        index += struct.pack("<II", helper.np_dtype_to_tensor_dtype(e.dtype), len(e.shape))
+        index += struct.pack(f"<{len(e.shape)}q", *e.shape)
+        index += struct.pack("<QQ", e.offset, e.size)
+    header = _HEADER.pack(MAGIC, VERSION, len(entries), len(payload), len(index))
+    payload[: len(header)] = header
+    return bytes(payload + index), entries
+
+
+def read_weights(data: bytes) -> dict[str, np.ndarray]:
+    """The tensors of a model.bin, for tests and inspection."""
+    magic, version, count, index_off, index_size = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC or version != VERSION:
+        raise ValueError("not a qnn-build model.bin (bad magic or version)")
+    out, pos = {}, index_off
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", data, pos)
+        name = data[pos + 4: pos + 4 + n].decode("utf-8")
+        pos += 4 + n
+        code, rank = struct.unpack_from("<II", data, pos)
+        dims = struct.unpack_from(f"<{rank}q", data, pos + 8)
+        offset, size = struct.unpack_from("<QQ", data, pos + 8 + 8 * rank)
+        pos += 8 + 8 * rank + 16
+        dtype = helper.tensor_dtype_to_np_dtype(code)
+        out[name] = np.frombuffer(data, dtype, count=size // dtype.itemsize, offset=offset).reshape(dims)
+    return out

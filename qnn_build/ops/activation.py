@@ -1,0 +1,50 @@
+"""Unary float ops: the runtime takes each with its ONNX attributes, defaults made explicit."""
+
+import numpy as np
+
+from .base import OpRule, optional_const, passthrough, require_dtype, same
+
+
+def _with_params(*names_and_defaults):
+    def lower(node, graph):
+        require_dtype(node, graph, node.inputs + node.outputs)
+        params = {name: float(node.attrs.get(name, default)) for name, default in names_and_defaults}
+        return [same(node, **params)]
+    return lower
+
+
+def _clip(node, graph):
+    require_dtype(node, graph, node.inputs[:1] + node.outputs)
+    if graph.opset < 11:
+        lo, hi = node.attrs.get("min", -np.inf), node.attrs.get("max", np.inf)
+    else:
+        lo_v, hi_v = optional_const(graph, node, 1), optional_const(graph, node, 2)
+        lo = -np.inf if lo_v is None else float(lo_v)
+        hi = np.inf if hi_v is None else float(hi_v)
+    return [same(node, inputs=node.inputs[:1], min=float(lo), max=float(hi))]
+
+
+def _gelu(node, graph):
+    require_dtype(node, graph, node.inputs + node.outputs)
+    return [same(node, approximate=node.attrs.get("approximate", "none"))]
+
+
+RULES = [
+    OpRule("Relu", passthrough()),
+    OpRule("LeakyRelu", _with_params(("alpha", 0.01))),
+    OpRule("Elu", _with_params(("alpha", 1.0))),
+    OpRule("Clip", _clip),
+    OpRule("Sigmoid", passthrough()),
+    OpRule("HardSigmoid", _with_params(("alpha", 0.2), ("beta", 0.5))),
+    OpRule("HardSwish", passthrough()),
+    OpRule("Tanh", passthrough()),
+    OpRule("Erf", passthrough()),
+    OpRule("Gelu", _gelu),
+    OpRule("Softplus", passthrough()),
+    OpRule("Sqrt", passthrough()),
+    OpRule("Exp", passthrough()),
+    OpRule("Log", passthrough()),
+    OpRule("Neg", passthrough()),
+    OpRule("Abs", passthrough()),
+    OpRule("Reciprocal", passthrough()),
+]

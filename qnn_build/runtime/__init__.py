@@ -1,0 +1,11 @@
+"""Running model libraries from Python: the ctypes binding to the runtime's C API, and the
+qnn-net-run file formats (input lists, raw tensors, Result_N outputs, profile.json).
+
+    import qnn_build.runtime as rt
+    model = rt.load("out/digits_cnn/fp32/libmodel.so", backend="cpu")
+    outputs = model.run({"image": x})        # dict of numpy arrays in, dict out
+"""
+
+from .binding import IOInfo, Model, load, runtime_library
+
+__all__ = ["IOInfo", "Model", "load", "runtime_library"]

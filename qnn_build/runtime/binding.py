@@ -1,0 +1,136 @@
+"""ctypes binding to libqnnb: compose a model library into a backend, finalize, execute."""
+
+import ctypes
+import os
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from onnx import helper
+
+from ..errors import QnnBuildError, RuntimeFailure
+
+QNNB_MAX_RANK = 8
+_COMPOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@dataclass(frozen=True)
+class IOInfo:
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+
+@lru_cache(maxsize=None)
+def runtime_library(path: str | None = None) -> ctypes.CDLL:
+    """The runtime library: `path`, $QNNB_RUNTIME, or built from the sources into the cache."""
+    if path is None:
+        path = os.environ.get("QNNB_RUNTIME")
+    if path is None:
+        from ..toolchain import build_runtime
+        path = str(build_runtime())
+    if not Path(path).is_file():
+        raise QnnBuildError(f"{path}: runtime library not found")
+    lib = ctypes.CDLL(str(Path(path).resolve()))
+    vp, i32, cp = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p
+    lib.qnnb_graph_create.argtypes = [cp, ctypes.POINTER(vp)]
+    lib.qnnb_graph_free.argtypes = [vp]
+    lib.qnnb_graph_free.restype = None
+    lib.qnnb_graph_compose.argtypes = [vp, vp]
+    lib.qnnb_graph_set_threads.argtypes = [vp, i32]
+    lib.qnnb_graph_finalize.argtypes = [vp]
+    lib.qnnb_graph_execute.argtypes = [vp, ctypes.POINTER(vp), ctypes.POINTER(vp)]
+    lib.qnnb_graph_num_io.argtypes = [vp, i32]
+    lib.qnnb_graph_num_io.restype = i32
+    lib.qnnb_graph_io.argtypes = [vp, i32, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
+                                  ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64)]
+    lib.qnnb_graph_last_error.argtypes = [vp]
+    lib.qnnb_graph_last_error.restype = cp
+    lib.qnnb_status_string.argtypes = [ctypes.c_int]
+    lib.qnnb_status_string.restype = cp
+    lib.qnnb_runtime_version.restype = cp
+    return lib
+
+
+class Model:
+    """A model library composed into a backend and finalized, ready to execute."""
+
+    def __init__(self, model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None):
+        self.timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        self._rt = runtime_library(runtime)
+        path = Path(model_lib)
+        if not path.is_file():
+            raise QnnBuildError(f"{model_lib}: model library not found")
+        try:
+            self._lib = ctypes.CDLL(str(path.resolve()))  # kept: constants point into it
+            compose = self._lib.qnnb_model_compose
+        except (OSError, AttributeError) as e:
+            raise QnnBuildError(f"{model_lib}: not a qnn-build model library ({e})") from None
+        t1 = time.perf_counter()
+        self._graph = ctypes.c_void_p()
+        status = self._rt.qnnb_graph_create(backend.encode(), ctypes.byref(self._graph))
+        if status != 0:
+            raise QnnBuildError(f"backend '{backend}' is not available in this runtime")
+        self._check(self._rt.qnnb_graph_set_threads(self._graph, int(threads)), "set threads")
+        self._check(self._rt.qnnb_graph_compose(self._graph, ctypes.cast(compose, ctypes.c_void_p)), "compose")
+        t2 = time.perf_counter()
+        self.inputs = self._io(False)
+        self.outputs = self._io(True)
+        self._check(self._rt.qnnb_graph_finalize(self._graph), "finalize")
+        t3 = time.perf_counter()
+        self.timings = {"load_us": (t1 - t0) * 1e6, "compose_us": (t2 - t1) * 1e6, "finalize_us": (t3 - t2) * 1e6}
+        self.backend = backend
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            detail = self._rt.qnnb_graph_last_error(self._graph).decode("utf-8", "replace") if self._graph else ""
+            kind = self._rt.qnnb_status_string(status).decode()
+            raise RuntimeFailure(f"{what} failed ({kind}): {detail}")
+
+    def _io(self, is_output: bool) -> list[IOInfo]:
+        out = []
+        for i in range(self._rt.qnnb_graph_num_io(self._graph, int(is_output))):
+            name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int32()
+            dims = (ctypes.c_int64 * QNNB_MAX_RANK)()
+            self._check(self._rt.qnnb_graph_io(self._graph, int(is_output), i, ctypes.byref(name),
+                                               ctypes.byref(dtype), ctypes.byref(rank), dims), "io query")
+            out.append(IOInfo(name.value.decode("utf-8"), np.dtype(helper.tensor_dtype_to_np_dtype(dtype.value)),
+                              tuple(dims[: rank.value])))
+        return out
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Execute once. Inputs are converted to each input's dtype and must have its size."""
+        arrays = []
+        for info in self.inputs:
+            if info.name not in feeds:
+                raise QnnBuildError(f"missing input '{info.name}'")
+            a = np.ascontiguousarray(feeds[info.name], dtype=info.dtype)
+            if a.size != int(np.prod(info.shape)):
+                raise QnnBuildError(f"input '{info.name}' has {a.size} elements; expected shape {list(info.shape)}")
+            arrays.append(a)
+        outs = [np.empty(o.shape, o.dtype) for o in self.outputs]
+        in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        out_ptrs = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
+        self._check(self._rt.qnnb_graph_execute(self._graph, in_ptrs, out_ptrs), "execute")
+        return {o.name: arr for o, arr in zip(self.outputs, outs)}
+
+    def close(self) -> None:
+        if getattr(self, "_graph", None):
+            self._rt.qnnb_graph_free(self._graph)
+            self._graph = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def load(model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None) -> Model:
+    return Model(model_lib, backend, threads, runtime)

@@ -1,0 +1,231 @@
+// The C API: a graph is composed through the table handed to the model library, finalized (kernels
+// found and prepared, memory allocated) and executed. Every entry point returns a status.
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+
+#define QNNB_RUNTIME_VERSION "0.1.0"
+
+struct qnnb_graph {
+    const qnnb::Backend* backend = nullptr;
+    std::vector<std::unique_ptr<qnnb::Tensor>> tensors;
+    std::vector<std::unique_ptr<qnnb::Node>> nodes;
+    std::vector<qnnb::Tensor*> inputs;
+    std::vector<qnnb::Tensor*> outputs;
+    std::vector<void*> buffers;  // activation memory, freed with the graph
+    qnnb::ExecContext ctx;
+    bool finalized = false;
+    std::string last_error;
+
+    ~qnnb_graph() {
+        for (void* b : buffers) std::free(b);
+    }
+    qnnb_status fail(qnnb_status status, const std::string& message) {
+        last_error = message;
+        return status;
+    }
+};
+
+namespace {
+
+using qnnb::Node;
+using qnnb::Tensor;
+
+Tensor* tensor_at(qnnb_graph* g, qnnb_tensor_id id) {
+    if (id < 0 || static_cast<size_t>(id) >= g->tensors.size()) return nullptr;
+    return g->tensors[static_cast<size_t>(id)].get();
+}
+
+qnnb_status add_tensor(qnnb_graph* g, const char* name, qnnb_dtype dtype, int32_t rank,
+                       const int64_t* dims, const void* data, qnnb_tensor_id* out_id) {
+    if (!g || !name || !out_id || rank < 0 || rank > QNNB_MAX_RANK || (rank > 0 && !dims))
+        return g ? g->fail(QNNB_ERR_INVALID_ARGUMENT, "add_tensor: invalid argument") : QNNB_ERR_INVALID_ARGUMENT;
+    if (g->finalized) return g->fail(QNNB_ERR_STATE, "add_tensor after finalize");
+    if (qnnb::dtype_size(dtype) == 0)
+        return g->fail(QNNB_ERR_UNSUPPORTED, std::string("tensor '") + name + "': unknown dtype");
+    auto t = std::make_unique<Tensor>();
+    t->name = name;
+    t->dtype = dtype;
+    for (int32_t i = 0; i < rank; ++i) {
+        if (dims[i] < 0)
+            return g->fail(QNNB_ERR_SHAPE, std::string("tensor '") + name + "': negative dimension");
+        t->shape.push_back(dims[i]);
+    }
+    t->const_data = data;
+    *out_id = static_cast<qnnb_tensor_id>(g->tensors.size());
+    g->tensors.push_back(std::move(t));
+    return QNNB_OK;
+}
+
+qnnb_status add_node(qnnb_graph* g, const char* name, const char* op_type,
+                     const qnnb_tensor_id* inputs, int32_t num_inputs,
+                     const qnnb_tensor_id* outputs, int32_t num_outputs,
+                     const qnnb_param* params, int32_t num_params) {
+    if (!g || !name || !op_type || num_inputs < 0 || num_outputs < 1 || num_params < 0)
+        return g ? g->fail(QNNB_ERR_INVALID_ARGUMENT, "add_node: invalid argument") : QNNB_ERR_INVALID_ARGUMENT;
+    if (g->finalized) return g->fail(QNNB_ERR_STATE, "add_node after finalize");
+    auto node = std::make_unique<Node>();
+    node->name = name;
+    node->op = op_type;
+    for (int32_t i = 0; i < num_inputs; ++i) {
+        Tensor* t = inputs[i] == QNNB_NO_TENSOR ? nullptr : tensor_at(g, inputs[i]);
+        if (inputs[i] != QNNB_NO_TENSOR && !t)
+            return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string("node '") + name + "': unknown input tensor id");
+        node->in.push_back(t);
+    }
+    for (int32_t i = 0; i < num_outputs; ++i) {
+        Tensor* t = outputs[i] == QNNB_NO_TENSOR ? nullptr : tensor_at(g, outputs[i]);
+        if (outputs[i] != QNNB_NO_TENSOR && (!t || t->is_const()))
+            return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string("node '") + name + "': bad output tensor");
+        node->out.push_back(t);
+    }
+    for (int32_t i = 0; i < num_params; ++i) {
+        const qnnb_param& p = params[i];
+        qnnb::Param v;
+        v.kind = p.kind;
+        if (!p.name || p.count < 0)
+            return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string("node '") + name + "': bad parameter");
+        if (p.kind == QNNB_PARAM_INTS && p.count > 0) v.ints.assign(p.ints, p.ints + p.count);
+        else if (p.kind == QNNB_PARAM_FLOATS && p.count > 0) v.floats.assign(p.floats, p.floats + p.count);
+        else if (p.kind == QNNB_PARAM_STRING && p.str) v.str = p.str;
+        node->params.set(p.name, std::move(v));
+    }
+    g->nodes.push_back(std::move(node));
+    return QNNB_OK;
+}
+
+qnnb_status set_io(qnnb_graph* g, const qnnb_tensor_id* inputs, int32_t num_inputs,
+                   const qnnb_tensor_id* outputs, int32_t num_outputs) {
+    if (!g || num_inputs < 0 || num_outputs < 1) return QNNB_ERR_INVALID_ARGUMENT;
+    g->inputs.clear();
+    g->outputs.clear();
+    for (int32_t i = 0; i < num_inputs; ++i) {
+        Tensor* t = tensor_at(g, inputs[i]);
+        if (!t || t->is_const()) return g->fail(QNNB_ERR_INVALID_ARGUMENT, "set_io: bad input tensor");
+        g->inputs.push_back(t);
+    }
+    for (int32_t i = 0; i < num_outputs; ++i) {
+        Tensor* t = tensor_at(g, outputs[i]);
+        if (!t) return g->fail(QNNB_ERR_INVALID_ARGUMENT, "set_io: bad output tensor");
+        g->outputs.push_back(t);
+    }
+    return QNNB_OK;
+}
+
+const qnnb_compose_api kComposeApi = {QNNB_API_VERSION, add_tensor, add_node, set_io};
+
+void* aligned_alloc64(size_t n) {
+    size_t rounded = (n + 63) / 64 * 64;
+    return std::aligned_alloc(64, rounded ? rounded : 64);
+}
+
+}  // namespace
+
+extern "C" {
+
+qnnb_status qnnb_graph_create(const char* backend, qnnb_graph** out_graph) {
+    if (!backend || !out_graph) return QNNB_ERR_INVALID_ARGUMENT;
+    *out_graph = nullptr;
+    const qnnb::Backend* b = qnnb::find_backend(backend);
+    if (!b) return QNNB_ERR_UNSUPPORTED;
+    qnnb_graph* g = new (std::nothrow) qnnb_graph();
+    if (!g) return QNNB_ERR_OUT_OF_MEMORY;
+    g->backend = b;
+    *out_graph = g;
+    return QNNB_OK;
+}
+
+void qnnb_graph_free(qnnb_graph* graph) { delete graph; }
+
+qnnb_status qnnb_graph_compose(qnnb_graph* g, qnnb_compose_fn compose) {
+    if (!g || !compose) return QNNB_ERR_INVALID_ARGUMENT;
+    if (g->finalized || !g->tensors.empty()) return g->fail(QNNB_ERR_STATE, "graph already composed");
+    qnnb_status s = compose(&kComposeApi, g);
+    if (s != QNNB_OK && g->last_error.empty()) g->last_error = "the model's compose function failed";
+    return s;
+}
+
+qnnb_status qnnb_graph_set_threads(qnnb_graph* g, int32_t threads) {
+    if (!g || threads < 1) return QNNB_ERR_INVALID_ARGUMENT;
+    g->ctx.threads = threads;
+    return QNNB_OK;
+}
+
+qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
+    if (!g) return QNNB_ERR_INVALID_ARGUMENT;
+    if (g->finalized) return g->fail(QNNB_ERR_STATE, "graph already finalized");
+    if (g->outputs.empty()) return g->fail(QNNB_ERR_STATE, "graph has no outputs (set_io not called)");
+    for (auto& node : g->nodes) {
+        node->kernel = g->backend->find_kernel(node->op);
+        if (!node->kernel)
+            return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op +
+                                                     "): no " + g->backend->name + " kernel for this op");
+        for (Tensor* t : node->out) {
+            if (!t || t->data) continue;
+            t->data = aligned_alloc64(t->nbytes());
+            if (!t->data) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for '" + t->name + "'");
+            g->buffers.push_back(t->data);
+        }
+        std::string err;
+        if (!node->kernel->prepare(*node, err))
+            return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op + "): " + err);
+    }
+    g->finalized = true;
+    return QNNB_OK;
+}
+
+qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* const* outputs) {
+    if (!g || (!inputs && !g->inputs.empty()) || !outputs) return QNNB_ERR_INVALID_ARGUMENT;
+    if (!g->finalized) return g->fail(QNNB_ERR_STATE, "execute before finalize");
+    for (size_t i = 0; i < g->inputs.size(); ++i) g->inputs[i]->data = const_cast<void*>(inputs[i]);
+    for (auto& node : g->nodes) node->kernel->run(*node, g->ctx);
+    for (size_t i = 0; i < g->outputs.size(); ++i) {
+        const Tensor* t = g->outputs[i];
+        std::memcpy(outputs[i], t->read_ptr(), t->nbytes());
+    }
+    for (Tensor* t : g->inputs) t->data = nullptr;
+    return QNNB_OK;
+}
+
+int32_t qnnb_graph_num_io(const qnnb_graph* g, int32_t is_output) {
+    if (!g) return -1;
+    return static_cast<int32_t>(is_output ? g->outputs.size() : g->inputs.size());
+}
+
+qnnb_status qnnb_graph_io(const qnnb_graph* g, int32_t is_output, int32_t index, const char** name,
+                          qnnb_dtype* dtype, int32_t* rank, int64_t* dims) {
+    if (!g || index < 0) return QNNB_ERR_INVALID_ARGUMENT;
+    const auto& list = is_output ? g->outputs : g->inputs;
+    if (static_cast<size_t>(index) >= list.size()) return QNNB_ERR_INVALID_ARGUMENT;
+    const Tensor* t = list[static_cast<size_t>(index)];
+    if (name) *name = t->name.c_str();
+    if (dtype) *dtype = t->dtype;
+    if (rank) *rank = t->rank();
+    if (dims)
+        for (int i = 0; i < t->rank(); ++i) dims[i] = t->shape[static_cast<size_t>(i)];
+    return QNNB_OK;
+}
+
+const char* qnnb_graph_last_error(const qnnb_graph* g) { return g ? g->last_error.c_str() : "no graph"; }
+
+const char* qnnb_status_string(qnnb_status status) {
+    switch (status) {
+        case QNNB_OK: return "ok";
+        case QNNB_ERR_INVALID_ARGUMENT: return "invalid argument";
+        case QNNB_ERR_UNSUPPORTED: return "unsupported";
+        case QNNB_ERR_SHAPE: return "shape mismatch";
+        case QNNB_ERR_OUT_OF_MEMORY: return "out of memory";
+        case QNNB_ERR_STATE: return "call out of order";
+        case QNNB_ERR_API_VERSION: return "API version mismatch";
+        case QNNB_ERR_BAD_CONTEXT: return "bad context binary";
+        case QNNB_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char* qnnb_runtime_version(void) { return QNNB_RUNTIME_VERSION; }
+
+}  // extern "C"

@@ -1,0 +1,36 @@
+// NumPy-style broadcasting, planned once at finalize: each input gets a stride per output dim
+// (0 where it is broadcast), and dims that broadcast alike are merged so the innermost loop is as
+// long and as contiguous as possible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph.h"
+
+namespace qnnb {
+
+struct BroadcastPlan {
+    std::vector<int64_t> outer_dims;                 // output dims above the innermost, merged
+    std::vector<std::vector<int64_t>> outer_strides; // per input, per outer dim (elements)
+    std::vector<int64_t> inner_stride;               // per input: 0 (broadcast) or 1
+    int64_t inner = 1;                               // length of the innermost run
+    int64_t outer = 1;                               // product of outer_dims
+
+    // Element offset of each input at the start of outer row `row`.
+    void offsets(int64_t row, int64_t* offs) const {
+        const size_t n = inner_stride.size();
+        for (size_t k = 0; k < n; ++k) offs[k] = 0;
+        for (size_t d = outer_dims.size(); d-- > 0;) {
+            int64_t idx = row % outer_dims[d];
+            row /= outer_dims[d];
+            for (size_t k = 0; k < n; ++k) offs[k] += idx * outer_strides[k][d];
+        }
+    }
+};
+
+// Fails (with err set) when an input does not broadcast to `out_shape`.
+bool plan_broadcast(const std::vector<const Tensor*>& inputs, const std::vector<int64_t>& out_shape,
+                    BroadcastPlan& plan, std::string& err);
+
+}  // namespace qnnb

@@ -1,0 +1,111 @@
+// The runtime's internal graph: tensors, nodes with their parameters, and the kernel contract that
+// every backend's op table follows. Nothing here is visible through the C API.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qnnb.h"
+
+namespace qnnb {
+
+size_t dtype_size(qnnb_dtype dtype);  // 0 for an unknown dtype
+const char* dtype_name(qnnb_dtype dtype);
+
+struct Tensor {
+    std::string name;
+    qnnb_dtype dtype = QNNB_FLOAT32;
+    std::vector<int64_t> shape;
+    const void* const_data = nullptr;  // constants: points into the model's weights
+    void* data = nullptr;              // activations: planned memory, set at finalize/execute
+
+    bool is_const() const { return const_data != nullptr; }
+    int rank() const { return static_cast<int>(shape.size()); }
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return n;
+    }
+    size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+    const void* read_ptr() const { return const_data ? const_data : data; }
+    template <class T> const T* in() const { return static_cast<const T*>(read_ptr()); }
+    template <class T> T* out() const { return static_cast<T*>(data); }
+    int64_t dim(int axis) const { return shape[static_cast<size_t>(axis)]; }
+};
+
+struct Param {
+    qnnb_param_kind kind = QNNB_PARAM_INTS;
+    std::vector<int64_t> ints;
+    std::vector<float> floats;
+    std::string str;
+};
+
+// Named parameters of one node, with defaults for absent ones.
+class Params {
+public:
+    void set(const std::string& name, Param p) { map_[name] = std::move(p); }
+    bool has(const std::string& name) const { return map_.count(name) != 0; }
+    int64_t i(const std::string& name, int64_t def) const;
+    float f(const std::string& name, float def) const;
+    std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> def = {}) const;
+    std::vector<float> floats(const std::string& name, std::vector<float> def = {}) const;
+    std::string s(const std::string& name, const std::string& def = "") const;
+
+private:
+    std::map<std::string, Param> map_;
+};
+
+struct ExecContext {
+    int threads = 1;
+};
+
+struct Node;
+
+// prepare: runs once at finalize; checks what the kernel supports and precomputes its state.
+// Returns false with `err` set for anything it cannot run. run: executes blindly.
+using PrepareFn = bool (*)(Node& node, std::string& err);
+using RunFn = void (*)(Node& node, const ExecContext& ctx);
+
+struct Kernel {
+    const char* op;
+    PrepareFn prepare;
+    RunFn run;
+};
+
+struct KernelTable {
+    const Kernel* kernels;
+    size_t count;
+};
+
+struct Node {
+    std::string name;
+    std::string op;
+    std::vector<Tensor*> in;   // nullptr for an absent optional input
+    std::vector<Tensor*> out;  // nullptr for an absent optional output
+    Params params;
+    const Kernel* kernel = nullptr;
+    std::shared_ptr<void> state;  // whatever prepare precomputed
+
+    Tensor* input(size_t i) const { return i < in.size() ? in[i] : nullptr; }
+    Tensor* output(size_t i) const { return i < out.size() ? out[i] : nullptr; }
+    template <class S> S& state_as() { return *static_cast<S*>(state.get()); }
+    template <class S> S& make_state() {
+        auto s = std::make_shared<S>();
+        state = s;
+        return *s;
+    }
+};
+
+// A backend is a name and a way to find the kernel for an op.
+struct Backend {
+    const char* name;
+    const Kernel* (*find_kernel)(const std::string& op);
+};
+
+const Backend* find_backend(const std::string& name);
+
+}  // namespace qnnb

@@ -1,0 +1,109 @@
+// Broadcasting elementwise ops in float32: Add, Sub, Mul, Div, Pow, Min, Max, PRelu, Where.
+// (Variadic Sum/Min/Max are lowered by the converter to chains of two-input nodes.)
+#include <algorithm>
+#include <cmath>
+
+#include "../core/broadcast.h"
+#include "../core/parallel.h"
+
+namespace qnnb {
+namespace {
+
+bool require_float(const Node& n, std::string& err) {
+    for (const Tensor* t : n.in)
+        if (t && t->dtype != QNNB_FLOAT32 && !(n.op == "Where" && t == n.in[0])) {
+            err = std::string("tensor '") + t->name + "' has dtype " + dtype_name(t->dtype) + "; expected float32";
+            return false;
+        }
+    return true;
+}
+
+bool prepare_broadcast(Node& n, std::string& err) {
+    if (!require_float(n, err)) return false;
+    std::vector<const Tensor*> ins(n.in.begin(), n.in.end());
+    return plan_broadcast(ins, n.out[0]->shape, n.make_state<BroadcastPlan>(), err);
+}
+
+// Runs `f(a, b)` over two broadcast inputs; the innermost loop has fixed strides so the compiler
+// can vectorize its common case (both contiguous, or one a scalar).
+template <class F>
+void run_binary(Node& n, const ExecContext& ctx, F f) {
+    const BroadcastPlan& p = n.state_as<BroadcastPlan>();
+    const float* a = n.in[0]->in<float>();
+    const float* b = n.in[1]->in<float>();
+    float* y = n.out[0]->out<float>();
+    const int64_t inner = p.inner, sa = p.inner_stride[0], sb = p.inner_stride[1];
+    parallel_for(ctx, p.outer, [&](int64_t row) {
+        int64_t off[2];
+        p.offsets(row, off);
+        const float* pa = a + off[0];
+        const float* pb = b + off[1];
+        float* py = y + row * inner;
+        if (sa == 1 && sb == 1) {
+            for (int64_t i = 0; i < inner; ++i) py[i] = f(pa[i], pb[i]);
+        } else if (sa == 1) {
+            const float vb = pb[0];
+            for (int64_t i = 0; i < inner; ++i) py[i] = f(pa[i], vb);
+        } else if (sb == 1) {
+            const float va = pa[0];
+            for (int64_t i = 0; i < inner; ++i) py[i] = f(va, pb[i]);
+        } else {
+            const float v = f(pa[0], pb[0]);
+            for (int64_t i = 0; i < inner; ++i) py[i] = v;
+        }
+    });
+}
+
+#define BINARY_KERNEL(NAME, EXPR)                                                      \
+    void run_##NAME(Node& n, const ExecContext& ctx) {                                 \
+        run_binary(n, ctx, [](float a, float b) { return EXPR; });                     \
+    }
+
+BINARY_KERNEL(add, a + b)
+BINARY_KERNEL(sub, a - b)
+BINARY_KERNEL(mul, a* b)
+BINARY_KERNEL(div, a / b)
+BINARY_KERNEL(pow, std::pow(a, b))
+// ONNX Min/Max propagate NaN.
+BINARY_KERNEL(min, (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b))
+BINARY_KERNEL(max, (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b))
+BINARY_KERNEL(prelu, a < 0.f ? a * b : a)
+
+void run_where(Node& n, const ExecContext& ctx) {
+    const BroadcastPlan& p = n.state_as<BroadcastPlan>();
+    const uint8_t* c = n.in[0]->in<uint8_t>();
+    const float* a = n.in[1]->in<float>();
+    const float* b = n.in[2]->in<float>();
+    float* y = n.out[0]->out<float>();
+    parallel_for(ctx, p.outer, [&](int64_t row) {
+        int64_t off[3];
+        p.offsets(row, off);
+        float* py = y + row * p.inner;
+        for (int64_t i = 0; i < p.inner; ++i) {
+            py[i] = c[off[0] + i * p.inner_stride[0]] ? a[off[1] + i * p.inner_stride[1]]
+                                                      : b[off[2] + i * p.inner_stride[2]];
+        }
+    });
+}
+
+bool prepare_where(Node& n, std::string& err) {
+    if (n.in[0]->dtype != QNNB_BOOL) {
+        err = "condition must be bool";
+        return false;
+    }
+    return prepare_broadcast(n, err);
+}
+
+const Kernel kKernels[] = {
+    {"Add", prepare_broadcast, run_add},     {"Sub", prepare_broadcast, run_sub},
+    {"Mul", prepare_broadcast, run_mul},     {"Div", prepare_broadcast, run_div},
+    {"Pow", prepare_broadcast, run_pow},     {"Min", prepare_broadcast, run_min},
+    {"Max", prepare_broadcast, run_max},     {"PRelu", prepare_broadcast, run_prelu},
+    {"Where", prepare_where, run_where},
+};
+
+}  // namespace
+
+extern const KernelTable kCpuElementwiseKernels = {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+
+}  // namespace qnnb

@@ -1,0 +1,28 @@
+// The cpu backend's op table: one kernel table per op family, listed here explicitly.
+#include <string>
+#include <unordered_map>
+
+#include "../core/graph.h"
+
+namespace qnnb {
+
+extern const KernelTable kCpuElementwiseKernels;
+extern const KernelTable kCpuActivationKernels;
+
+static const KernelTable* const kCpuFamilies[] = {
+    &kCpuElementwiseKernels,
+    &kCpuActivationKernels,
+};
+
+const Kernel* cpu_find_kernel(const std::string& op) {
+    static const auto* index = [] {
+        auto* m = new std::unordered_map<std::string, const Kernel*>();
+        for (const KernelTable* family : kCpuFamilies)
+            for (size_t i = 0; i < family->count; ++i) (*m)[family->kernels[i].op] = &family->kernels[i];
+        return m;
+    }();
+    auto it = index->find(op);
+    return it == index->end() ? nullptr : it->second;
+}
+
+}  // namespace qnnb

@@ -1,0 +1,138 @@
+/* qnnb.h: the qnn-build runtime C API.
+ *
+ * Worked example: run a model library on the cpu backend.
+ *
+ *     void* lib = dlopen("libmodel.so", RTLD_NOW);
+ *     qnnb_compose_fn compose = (qnnb_compose_fn)dlsym(lib, QNNB_MODEL_COMPOSE_SYMBOL);
+ *
+ *     qnnb_graph* g = NULL;
+ *     if (qnnb_graph_create("cpu", &g) != QNNB_OK) return 1;
+ *     if (qnnb_graph_compose(g, compose) != QNNB_OK ||   // the model adds its tensors and nodes
+ *         qnnb_graph_finalize(g) != QNNB_OK) {           // kernels chosen, shapes checked, memory planned
+ *         fprintf(stderr, "%s\n", qnnb_graph_last_error(g));
+ *         qnnb_graph_free(g); return 1;
+ *     }
+ *     const void* inputs[1] = { image };                  // one host buffer per graph input, in order
+ *     void* outputs[1] = { logits };                      // one per graph output, in the output's dtype
+ *     qnnb_graph_execute(g, inputs, outputs);
+ *     qnnb_graph_free(g);
+ *
+ * A model library (model.cpp compiled by `qnn-build model-lib`) exports one function,
+ * `qnnb_model_compose`, that builds its graph through the `qnnb_compose_api` table it is handed.
+ * It links against nothing: the same library composes into any backend.
+ *
+ * Every call returns a status; nothing aborts. After a failure, qnnb_graph_last_error() says what
+ * failed, naming the node or tensor.
+ */
+#ifndef QNNB_H
+#define QNNB_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define QNNB_EXPORT __declspec(dllexport)
+#else
+#define QNNB_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Bumped when the compose table or the meaning of a call changes. */
+#define QNNB_API_VERSION 1
+
+typedef enum {
+    QNNB_OK = 0,
+    QNNB_ERR_INVALID_ARGUMENT = 1,
+    QNNB_ERR_UNSUPPORTED = 2,      /* op, dtype or parameter the backend has no kernel for */
+    QNNB_ERR_SHAPE = 3,            /* shapes that do not fit the op */
+    QNNB_ERR_OUT_OF_MEMORY = 4,
+    QNNB_ERR_STATE = 5,            /* call out of order (execute before finalize, ...) */
+    QNNB_ERR_API_VERSION = 6,      /* model library built against another API version */
+    QNNB_ERR_BAD_CONTEXT = 7,      /* a context binary failed a check */
+    QNNB_ERR_INTERNAL = 8
+} qnnb_status;
+
+/* Element types. The codes are ONNX's TensorProto.DataType codes. */
+typedef enum {
+    QNNB_FLOAT32 = 1,
+    QNNB_UINT8 = 2,
+    QNNB_INT8 = 3,
+    QNNB_UINT16 = 4,
+    QNNB_INT16 = 5,
+    QNNB_INT32 = 6,
+    QNNB_INT64 = 7,
+    QNNB_BOOL = 9,     /* one byte, 0 or 1 */
+    QNNB_FLOAT16 = 10
+} qnnb_dtype;
+
+#define QNNB_MAX_RANK 8
+
+typedef int32_t qnnb_tensor_id;
+
+typedef enum {
+    QNNB_PARAM_INTS = 1,
+    QNNB_PARAM_FLOATS = 2,
+    QNNB_PARAM_STRING = 3
+} qnnb_param_kind;
+
+/* One named node parameter: a list of ints, a list of floats, or a string. */
+typedef struct {
+    const char* name;
+    qnnb_param_kind kind;
+    int32_t count;          /* elements in ints/floats; ignored for strings */
+    const int64_t* ints;
+    const float* floats;
+    const char* str;
+} qnnb_param;
+
+typedef struct qnnb_graph qnnb_graph;
+
+/* The calls a model library composes its graph with. `data` of a constant tensor must stay valid
+ * while the graph lives (it points into the model library's embedded model.bin). */
+typedef struct {
+    uint32_t api_version;
+    qnnb_status (*add_tensor)(qnnb_graph* graph, const char* name, qnnb_dtype dtype, int32_t rank,
+                              const int64_t* dims, const void* data, qnnb_tensor_id* out_id);
+    qnnb_status (*add_node)(qnnb_graph* graph, const char* name, const char* op_type,
+                            const qnnb_tensor_id* inputs, int32_t num_inputs,
+                            const qnnb_tensor_id* outputs, int32_t num_outputs,
+                            const qnnb_param* params, int32_t num_params);
+    qnnb_status (*set_io)(qnnb_graph* graph, const qnnb_tensor_id* inputs, int32_t num_inputs,
+                          const qnnb_tensor_id* outputs, int32_t num_outputs);
+} qnnb_compose_api;
+
+/* The one entry point a model library exports. */
+typedef qnnb_status (*qnnb_compose_fn)(const qnnb_compose_api* api, qnnb_graph* graph);
+#define QNNB_MODEL_COMPOSE_SYMBOL "qnnb_model_compose"
+
+/* A tensor id in place of an optional input that is absent. */
+#define QNNB_NO_TENSOR (-1)
+
+/* ---- Host API: implemented by the runtime library ---- */
+
+/* backend: "cpu". */
+QNNB_EXPORT qnnb_status qnnb_graph_create(const char* backend, qnnb_graph** out_graph);
+QNNB_EXPORT void qnnb_graph_free(qnnb_graph* graph);
+QNNB_EXPORT qnnb_status qnnb_graph_compose(qnnb_graph* graph, qnnb_compose_fn compose);
+QNNB_EXPORT qnnb_status qnnb_graph_set_threads(qnnb_graph* graph, int32_t threads);
+QNNB_EXPORT qnnb_status qnnb_graph_finalize(qnnb_graph* graph);
+QNNB_EXPORT qnnb_status qnnb_graph_execute(qnnb_graph* graph, const void* const* inputs,
+                                           void* const* outputs);
+
+/* Inputs and outputs, after compose. `dims` must hold QNNB_MAX_RANK entries. */
+QNNB_EXPORT int32_t qnnb_graph_num_io(const qnnb_graph* graph, int32_t is_output);
+QNNB_EXPORT qnnb_status qnnb_graph_io(const qnnb_graph* graph, int32_t is_output, int32_t index,
+                                      const char** name, qnnb_dtype* dtype, int32_t* rank,
+                                      int64_t* dims);
+
+QNNB_EXPORT const char* qnnb_graph_last_error(const qnnb_graph* graph);
+QNNB_EXPORT const char* qnnb_status_string(qnnb_status status);
+QNNB_EXPORT const char* qnnb_runtime_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QNNB_H */

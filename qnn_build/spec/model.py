@@ -1,0 +1,45 @@
+"""The loaded spec (what the user asked for, checked and canonical) and its per-step resolution."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .configs import Configs
+from .yaml_source import YamlSource
+
+
+@dataclass
+class Spec:
+    """One model spec after validation. Paths are absolute; precisions canonical; defaults merged."""
+
+    name: str
+    path: Path                         # the spec file
+    source: Path                       # the ONNX model
+    inputs: dict[str, dict]            # input name -> {"shape": [int], "value": number | list | None}
+    outputs: list[str]                 # empty: the model's own outputs
+    precisions: list[str]              # canonical names, in spec order
+    targets: list[tuple[str, str]]     # (backend, target) pairs, in spec order
+    calibration: Path | None
+    quantization: dict                 # every option, spec values over configs/precisions.yaml defaults
+    test: dict | None                  # {"data", "labels", "samples", "thresholds": {precision: {...}}}
+    configs: Configs = field(repr=False, compare=False)
+    yaml: YamlSource = field(repr=False, compare=False)
+
+    def where(self, *key) -> str:
+        """'models/x.yaml:12' for a key path, so later steps can point at the spec line too."""
+        return f"{self.yaml.display}:{self.yaml.line_of(key)}"
+
+    def slot(self, backend: str, target: str) -> str:
+        """The name of a (backend, target) pair in file paths: 'cpu' on the host, else 'npu@aarch64-windows'."""
+        return backend if target == self.configs.host_target else f"{backend}@{target}"
+
+
+@dataclass
+class ResolvedSpec:
+    """The config dict of every build step of one spec. Paths inside are relative to the project root."""
+
+    name: str
+    convert: dict[str, dict]               # precision -> convert config
+    model_lib: dict[str, dict]             # target -> model-lib config
+    test: dict[tuple[str, str], dict]      # (precision, slot) -> test config; empty without a test section
+    release: dict
+    slots: dict[str, dict] = field(default_factory=dict)  # slot -> {"backend", "target", "available"}
