@@ -139,7 +139,7 @@ def _to_graph(model, opset, source) -> Graph:
         name = n.name or f"{n.op_type}_{i}"
         if n.domain not in ("", "ai.onnx"):
             raise ConvertError(f"node '{name}' ({n.domain}.{n.op_type}): op not supported (custom domain)")
-        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        attrs = {a.name: _attr_value(a) for a in n.attribute}
         nodes.append(Node(name, n.op_type, list(n.input), list(n.output), attrs))
     graph = Graph(tensors, nodes, [vi.name for vi in g.input], [vi.name for vi in g.output], opset, source)
     producer = graph.producers()
@@ -155,6 +155,18 @@ def _to_graph(model, opset, source) -> Graph:
         tensors[name] = Tensor(name, helper.tensor_dtype_to_np_dtype(elem), shape)
     graph.prune()
     return graph
+
+
+def _attr_value(attr):
+    """Attribute values as plain Python: strings decoded, tensors as numpy arrays."""
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8") for v in value]
+    return value
 
 
 def _value_names(graph):

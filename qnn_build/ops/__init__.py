@@ -6,10 +6,10 @@ family's module, one kernel in the matching runtime source, and one row in its t
 
 from ..errors import ConvertError
 from ..ir.graph import Graph
-from . import activation, elementwise
+from . import activation, conv, elementwise, matmul, movement, norm, pool, reduce, resize, rnn
 from .base import OpRule
 
-FAMILIES = [elementwise, activation]
+FAMILIES = [elementwise, activation, conv, matmul, pool, reduce, norm, movement, resize, rnn]
 
 RULES: dict[str, OpRule] = {}
 for _family in FAMILIES:

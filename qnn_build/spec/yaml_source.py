@@ -87,6 +87,8 @@ class YamlSource:
             mark = err.problem_mark or err.context_mark
             line = mark.line + 1 if mark else None
             problem = err.problem or err.context or "invalid YAML"
+            if err.context and err.context_mark and mark and err.context_mark.line != mark.line:
+                problem += f" ({err.context} started on line {err.context_mark.line + 1})"
             raise SpecError(self.display, line, "", f"YAML syntax error: {problem}") from None
         except yaml.YAMLError as err:
             raise SpecError(self.display, None, "", f"YAML syntax error: {err}") from None

@@ -8,7 +8,8 @@ ONNX: input `image` float32 [batch, 1, 8, 8] (dynamic batch), output `logits`
 [batch, 10].  BatchNormalization is kept as its own node so the converter's BN
 folding is exercised.
 
-Result (onnxruntime on the 400 test images): RESULT_PLACEHOLDER
+Result (onnxruntime on the 400 test images):
+test accuracy 0.9825 (393/400); onnxruntime matches torch to < 1e-5.
 
 Run from the repo root:  python scripts/zoo/digits_cnn.py
 """

@@ -10,7 +10,8 @@ ONNX: input `sequence` float32 [1, 8, 8] (static batch 1), output `logits`
 formulation).  Even with the static batch, the zero initial state is computed
 from the input's Shape (Shape/Gather/Expand), as torch exports it.
 
-Result (onnxruntime on the 400 test sequences): RESULT_PLACEHOLDER
+Result (onnxruntime on the 400 test sequences):
+test accuracy 0.9850 (394/400); onnxruntime matches torch to < 1e-5.
 
 Run from the repo root:  python scripts/zoo/digits_gru.py
 """

@@ -12,7 +12,8 @@ train / 200 calibration / 400 test, numpy RandomState(0)) with +-2 pixel shifts.
 ONNX: input `image` float32 [1, 3, 32, 32] (static), output `logits` [1, 10].
 BatchNormalization is kept as separate nodes after every Conv.
 
-Result (onnxruntime on the 400 test images): RESULT_PLACEHOLDER
+Result (onnxruntime on the 400 test images):
+test accuracy 0.9950 (398/400); onnxruntime matches torch to < 2e-5.
 
 Run from the repo root:  python scripts/zoo/mobile_tiny.py
 """

@@ -17,7 +17,8 @@ ONNX: input `tokens` float32 [1, 16, 32] (static), output `logits` [1, 10].
 LayerNormalization is a real ONNX op at opset 17; GELU is exported as Erf-based
 math (Div, Erf, Add, Mul) because the Gelu op only exists from opset 20.
 
-Result (onnxruntime on the 400 test token sets): RESULT_PLACEHOLDER
+Result (onnxruntime on the 400 test token sets):
+test accuracy 0.9850 (394/400); onnxruntime matches torch to < 1e-5.
 
 Run from the repo root:  python scripts/zoo/transformer_block.py
 """

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm.h"
 #include "graph.h"
 
 #define QNNB_RUNTIME_VERSION "0.1.0"
@@ -180,6 +181,7 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
 qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* const* outputs) {
     if (!g || (!inputs && !g->inputs.empty()) || !outputs) return QNNB_ERR_INVALID_ARGUMENT;
     if (!g->finalized) return g->fail(QNNB_ERR_STATE, "execute before finalize");
+    qnnb::gemm_set_threads(g->ctx.threads);
     for (size_t i = 0; i < g->inputs.size(); ++i) g->inputs[i]->data = const_cast<void*>(inputs[i]);
     for (auto& node : g->nodes) node->kernel->run(*node, g->ctx);
     for (size_t i = 0; i < g->outputs.size(); ++i) {

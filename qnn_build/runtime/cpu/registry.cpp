@@ -8,10 +8,26 @@ namespace qnnb {
 
 extern const KernelTable kCpuElementwiseKernels;
 extern const KernelTable kCpuActivationKernels;
+extern const KernelTable kCpuConvKernels;
+extern const KernelTable kCpuMatmulKernels;
+extern const KernelTable kCpuPoolKernels;
+extern const KernelTable kCpuReduceKernels;
+extern const KernelTable kCpuNormKernels;
+extern const KernelTable kCpuMovementKernels;
+extern const KernelTable kCpuResizeKernels;
+extern const KernelTable kCpuRnnKernels;
 
 static const KernelTable* const kCpuFamilies[] = {
     &kCpuElementwiseKernels,
     &kCpuActivationKernels,
+    &kCpuConvKernels,
+    &kCpuMatmulKernels,
+    &kCpuPoolKernels,
+    &kCpuReduceKernels,
+    &kCpuNormKernels,
+    &kCpuMovementKernels,
+    &kCpuResizeKernels,
+    &kCpuRnnKernels,
 };
 
 const Kernel* cpu_find_kernel(const std::string& op) {

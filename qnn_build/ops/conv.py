@@ -1,0 +1,3 @@
+"""conv family rules (being written)."""
+
+RULES = []

@@ -1,0 +1,3 @@
+"""matmul family rules (being written)."""
+
+RULES = []

@@ -1,0 +1,3 @@
+"""movement family rules (being written)."""
+
+RULES = []

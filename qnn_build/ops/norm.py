@@ -1,0 +1,3 @@
+"""norm family rules (being written)."""
+
+RULES = []

@@ -1,0 +1,3 @@
+"""pool family rules (being written)."""
+
+RULES = []

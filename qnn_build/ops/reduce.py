@@ -1,0 +1,3 @@
+"""reduce family rules (being written)."""
+
+RULES = []

@@ -1,0 +1,3 @@
+"""resize family rules (being written)."""
+
+RULES = []

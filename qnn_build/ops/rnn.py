@@ -1,0 +1,3 @@
+"""rnn family rules (being written)."""
+
+RULES = []

@@ -1,0 +1,6 @@
+// pool family kernels (being written).
+#include "../core/graph.h"
+
+namespace qnnb {
+extern const KernelTable kCpuPoolKernels = {nullptr, 0};
+}  // namespace qnnb

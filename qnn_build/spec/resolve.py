@@ -1,0 +1,119 @@
+"""resolve: a Spec -> one small config dict per build step, and writing them as files.
+
+Each step's config holds only what that step reads, so a spec edit changes only the config files
+(and so rebuilds only the steps) it affects: editing calibration touches the quantized convert
+configs, not the float ones; editing test thresholds touches only test configs.
+Paths are relative to the project root, so checkouts at different paths write identical bytes.
+
+Layout under out_dir (slot = backend on the host target, else backend@target):
+  <model>/release.config.json
+  <model>/model_lib/<target>.config.json
+  <model>/<precision>/convert.config.json
+  <model>/<precision>/<slot>/test.config.json
+"""
+
+import json
+import os
+from pathlib import Path
+
+from qnn_build.atomic import write_text
+
+from .model import ResolvedSpec, Spec
+
+
+def resolve(spec: Spec, root) -> ResolvedSpec:
+    root = Path(root).absolute()
+    configs = spec.configs
+    slots = {}
+    for backend, target in spec.targets:
+        slots[spec.slot(backend, target)] = {
+            "backend": backend, "target": target, "available": configs.backends[backend]["available"]}
+    test = {}
+    if spec.test is not None:
+        for precision in spec.precisions:
+            for slot in slots:
+                test[(precision, slot)] = _sorted({
+                    "data": _relative(spec.test["data"], root),
+                    "labels": spec.test["labels"],
+                    "samples": spec.test["samples"],
+                    "thresholds": spec.test["thresholds"][precision],
+                })
+    return ResolvedSpec(
+        name=spec.name,
+        convert={p: _sorted(_convert_config(spec, p, root)) for p in spec.precisions},
+        model_lib={target: _sorted({"target": configs.targets[target]})
+                   for target in dict.fromkeys(t for _, t in spec.targets)},
+        test=test,
+        release=_sorted({"zoo": configs.zoo["name"], "version": configs.zoo["version"]}),
+        slots=slots,
+    )
+
+
+def _convert_config(spec: Spec, precision: str, root: Path) -> dict:
+    config = {
+        "source": _relative(spec.source, root),
+        "input_dims": {name: entry["shape"] for name, entry in spec.inputs.items()},
+        "input_values": {name: entry["value"] for name, entry in spec.inputs.items() if entry["value"] is not None},
+        "out_nodes": spec.outputs,
+        "precision": precision,
+    }
+    info = spec.configs.precisions[precision]
+    if info["kind"] == "quantized":  # float configs stay free of calibration, so its edits skip them
+        config["calibration"] = _relative(spec.calibration, root)
+        config["quantization"] = _quantization_options(spec, info, root)
+    return config
+
+
+def _quantization_options(spec: Spec, info: dict, root: Path) -> dict:
+    """The quantizer options that matter to this precision (e.g. block_size only for 4-bit weights)."""
+    q = spec.quantization
+    options = {key: q[key] for key in ("act_range", "weight_range", "per_channel", "cle", "bias_correction")}
+    options["weight_bits"] = info["weight_bits"]
+    options["activation_bits"] = info["activation_bits"]
+    if q["act_range"] == "percentile":
+        options["percentile"] = q["percentile"]
+    if info["weight_bits"] == 4:
+        options["block_size"] = q["block_size"]
+    if q["overrides"] is not None:
+        options["overrides"] = _relative(q["overrides"], root)
+    return options
+
+
+def _relative(path: Path, root: Path) -> str:
+    return Path(os.path.relpath(Path(path).absolute(), root)).as_posix()
+
+
+def _sorted(value):
+    """Dicts with sorted keys, all the way down: the in-memory form matches the written form."""
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def config_files(resolved: ResolvedSpec) -> dict[str, dict]:
+    """Relative file path (posix) -> config, for every step config of one spec."""
+    model = resolved.name
+    files = {f"{model}/release.config.json": resolved.release}
+    for target, config in resolved.model_lib.items():
+        files[f"{model}/model_lib/{target}.config.json"] = config
+    for precision, config in resolved.convert.items():
+        files[f"{model}/{precision}/convert.config.json"] = config
+    for (precision, slot), config in resolved.test.items():
+        files[f"{model}/{precision}/{slot}/test.config.json"] = config
+    return files
+
+
+def canonical_json(config: dict) -> str:
+    return json.dumps(config, sort_keys=True, indent=1) + "\n"
+
+
+def write_step_configs(resolved: ResolvedSpec, out_dir) -> list[Path]:
+    """Write every step config under `out_dir`; unchanged files are left untouched. Returns all paths."""
+    paths = []
+    for relative, config in config_files(resolved).items():
+        path = Path(out_dir, relative)
+        write_text(path, canonical_json(config))
+        paths.append(path)
+    return paths

@@ -1,0 +1,57 @@
+"""Table-driven op tests: one row builds a one-node ONNX model, runs it through the real pipeline
+(convert -> model-lib -> cpu runtime) and compares with onnxruntime on the same inputs."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+from qnn_build.onnx_backend import run_onnx
+
+
+@dataclass
+class OpCase:
+    op: str
+    inputs: dict            # name -> array: graph inputs
+    attrs: dict = field(default_factory=dict)
+    consts: dict = field(default_factory=dict)   # name -> array: initializers
+    input_order: list | None = None  # the node's inputs in order ("" for absent); default inputs then consts
+    n_outputs: int = 1
+    opset: int = 17
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    id: str = ""
+
+    def __str__(self):
+        return self.id or self.op
+
+
+def make_model(case: OpCase) -> onnx.ModelProto:
+    order = case.input_order or list(case.inputs) + list(case.consts)
+    outs = [f"y{i}" for i in range(case.n_outputs)]
+    node = helper.make_node(case.op, order, outs, name=f"{case.op.lower()}_node", **case.attrs)
+    g_inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                for k, v in case.inputs.items()]
+    g_outputs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in outs]
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in case.consts.items()]
+    graph = helper.make_graph([node], "opcase", g_inputs, g_outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", case.opset)])
+    model = onnx.shape_inference.infer_shapes(model)
+    # Outputs must carry a type for the checker: take what inference found.
+    inferred = {vi.name: vi for vi in model.graph.value_info}
+    for out in model.graph.output:
+        if out.name in inferred:
+            out.CopyFrom(inferred[out.name])
+    return model
+
+
+def check_op(case: OpCase) -> None:
+    model = make_model(case)
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, case.inputs)
+    got = run_onnx(model, case.inputs)
+    for i, exp in enumerate(expected):
+        out = got[f"y{i}"]
+        assert out.shape == exp.shape, f"{case}: output {i} shape {out.shape} != {exp.shape}"
+        np.testing.assert_allclose(out, exp, rtol=case.rtol, atol=case.atol, err_msg=str(case))

@@ -1,0 +1,37 @@
+import numpy as np
+import pytest
+
+from .opcase import OpCase, check_op
+
+rng = np.random.default_rng(0)
+
+
+def r(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def pos(*shape):
+    return (rng.random(shape) + 0.5).astype(np.float32)
+
+
+CASES = [
+    OpCase("Add", {"a": r(2, 3, 4), "b": r(2, 3, 4)}, id="add_same"),
+    OpCase("Add", {"a": r(1, 8, 5, 5)}, consts={"b": r(8, 1, 1)}, id="add_channel_bias"),
+    OpCase("Sub", {"a": r(3, 1, 5), "b": r(1, 4, 1)}, id="sub_both_broadcast"),
+    OpCase("Mul", {"a": r(2, 3)}, consts={"b": np.float32(2.5)}, id="mul_scalar"),
+    OpCase("Div", {"a": r(4, 6), "b": pos(6)}, id="div_row"),
+    OpCase("Pow", {"a": pos(3, 4)}, consts={"b": np.float32(2.0)}, id="pow_square"),
+    OpCase("Pow", {"a": pos(3, 4), "b": r(3, 4)}, id="pow_tensor"),
+    OpCase("Min", {"a": r(3, 4), "b": r(4), "c": r(3, 1)}, id="min_variadic"),
+    OpCase("Max", {"a": r(3, 4), "b": r(3, 4)}, id="max_pair"),
+    OpCase("Sum", {"a": r(2, 3), "b": r(3), "c": r(2, 3)}, id="sum_three"),
+    OpCase("Sum", {"a": r(2, 3)}, id="sum_one"),
+    OpCase("PRelu", {"x": r(1, 4, 3, 3)}, consts={"slope": r(4, 1, 1)}, id="prelu_channel"),
+    OpCase("Where", {"c": rng.random((3, 4)) > 0.5, "a": r(3, 4), "b": r(1, 4)}, id="where"),
+    OpCase("Add", {"a": r(7), "b": r(7)}, opset=9, id="add_opset9"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_elementwise(case):
+    check_op(case)
