@@ -97,7 +97,8 @@ def _describe(error) -> list[tuple[tuple, str]]:
         return [(path, f"expected {' or '.join(_EXPECTED_TYPE[n] for n in names)}, got {type_name(got)}")]
     if kind == "enum":
         choices = ", ".join(show(c) for c in want)
-        return [(path, f"expected one of {choices}; got {show(got)}" + did_you_mean(got, want))]
+        hint = did_you_mean(got, [c for c in want if isinstance(c, str)]) if isinstance(got, str) else ""
+        return [(path, f"expected one of {choices}; got {show(got)}{hint}")]
     if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[kind]
         return [(path, f"must be {op} {want}, got {show(got)}")]

@@ -1,0 +1,176 @@
+"""`qnn-build`: one subcommand per workflow step, each usable by hand like the QNN tools.
+
+    qnn-build convert MODEL.onnx -o DIR [--input-dim NAME 1,3,224,224] [--input-value NAME 16000] [--out-node NAME]
+    qnn-build model-lib --cpp DIR/model.cpp --bin DIR/model.bin -o DIR/libmodel.so
+    qnn-build net-run --backend cpu --model libmodel.so --input-list LIST --output-dir OUT
+
+Every step also takes `--config FILE`: a JSON object whose keys are the step's long options (with
+`_` for `-`); flags given on the command line win. The build writes these files, so a step's
+settings are a file it depends on. Errors are one line on stderr and a non-zero exit.
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import QnnBuildError
+
+
+def _dims(text: str) -> list[int]:
+    try:
+        return [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers") from None
+
+
+def _values(text: str):
+    try:
+        vals = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of numbers") from None
+    vals = [int(v) if v.is_integer() else v for v in vals]
+    return vals[0] if len(vals) == 1 else vals
+
+
+def _load_config(args, defaults: dict) -> None:
+    """Fill options not given on the command line from --config, then from `defaults`."""
+    config = {}
+    if getattr(args, "config", None):
+        path = Path(args.config)
+        try:
+            config = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise QnnBuildError(f"{path}: config file not found") from None
+        except json.JSONDecodeError as e:
+            raise QnnBuildError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+        if not isinstance(config, dict):
+            raise QnnBuildError(f"{path}: a config file must hold a JSON object")
+    for key, value in config.items():
+        if not hasattr(args, key):
+            raise QnnBuildError(f"{args.config}: unknown option '{key}' for this step")
+        if getattr(args, key) in (None, []):
+            setattr(args, key, value)
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+
+def cmd_convert(args) -> None:
+    from .convert import convert
+
+    _load_config(args, {"input_dims": None, "input_values": None, "out_nodes": None})
+    if not args.source:
+        raise QnnBuildError("no source model given")
+    if not args.output_dir:
+        raise QnnBuildError("no output directory given (-o DIR)")
+    dims = dict(args.input_dims) if isinstance(args.input_dims, (list, dict)) else {}
+    values = dict(args.input_values) if isinstance(args.input_values, (list, dict)) else {}
+    desc = convert(args.source, args.output_dir, dims, values, args.out_nodes or None)
+    _say(args, f"converted {args.source} -> {args.output_dir} ({len(desc['inputs'])} inputs, "
+               f"{len(desc['outputs'])} outputs, {sum(desc['ops'].values())} nodes)")
+
+
+def cmd_model_lib(args) -> None:
+    from .toolchain import build_model_lib
+
+    _load_config(args, {})
+    if not (args.cpp and args.bin and args.output):
+        raise QnnBuildError("model-lib needs --cpp, --bin and -o")
+    out = Path(args.output)
+    if out.is_dir() or args.output.endswith(os.sep):
+        out = out / "libmodel.so"
+    build_model_lib(args.cpp, args.bin, out)
+    _say(args, f"built {out}")
+
+
+def cmd_net_run(args) -> None:
+    from .runtime.binding import Model
+    from .runtime.netrun import net_run
+
+    _load_config(args, {"backend": "cpu", "threads": 1})
+    for flag, value in (("--model", args.model), ("--input-list", args.input_list), ("--output-dir", args.output_dir)):
+        if not value:
+            raise QnnBuildError(f"net-run needs {flag}")
+    model = Model(args.model, backend=args.backend, threads=args.threads, runtime=args.runtime)
+    profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
+                      profiling=args.profiling_level is not None)
+    _say(args, f"ran {profile['num_inferences']} inference(s) on {args.backend} -> {args.output_dir}")
+
+
+def cmd_ops(args) -> None:
+    from .ops import supported_ops
+    print("\n".join(supported_ops()))
+
+
+def _say(args, text: str) -> None:
+    if not args.quiet:
+        print(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="qnn-build", description="ONNX models built like software.")
+    p.add_argument("--version", action="version", version=f"qnn-build {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def step(name, help_text, fn):
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.add_argument("--config", help="JSON file of this step's options (command-line flags win)")
+        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+        sp.set_defaults(func=fn)
+        return sp
+
+    c = step("convert", "ONNX model -> model.cpp + model.bin + model.json", cmd_convert)
+    c.add_argument("source", nargs="?", help="the .onnx model")
+    c.add_argument("-o", "--output-dir", help="directory for model.cpp, model.bin, model.json")
+    c.add_argument("--input-dim", dest="input_dims", nargs=2, action="append", metavar=("NAME", "DIMS"),
+                   type=str, help="pin an input's shape, e.g. --input-dim image 1,3,224,224 (repeatable)")
+    c.add_argument("--input-value", dest="input_values", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="pin an input to a constant, e.g. --input-value sample_rate 16000 (repeatable)")
+    c.add_argument("--out-node", dest="out_nodes", action="append", metavar="NAME",
+                   help="use this tensor as an output (repeatable; default: the model's outputs)")
+
+    m = step("model-lib", "model.cpp + model.bin -> libmodel.so", cmd_model_lib)
+    m.add_argument("--cpp", help="model.cpp from convert")
+    m.add_argument("--bin", help="model.bin from convert")
+    m.add_argument("-o", "--output", help="the library to write (or a directory for libmodel.so)")
+
+    n = step("net-run", "run a model library over an input list", cmd_net_run)
+    n.add_argument("--backend", choices=["cpu"], help="backend to run on (default cpu)")
+    n.add_argument("--model", help="the model library (libmodel.so)")
+    n.add_argument("--input-list", help="qnn-net-run input list: one line per inference of name:=path.raw")
+    n.add_argument("--output-dir", help="where Result_N/<output>.raw go")
+    n.add_argument("--num-inferences", type=int, help="run this many inferences (default: one per line)")
+    n.add_argument("--profiling-level", choices=["basic"], help="basic: also write OUT/profile.json")
+    n.add_argument("--threads", type=int, help="threads for the backend (default 1)")
+    n.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+
+    o = sub.add_parser("ops", help="list the ONNX ops the converter supports")
+    o.set_defaults(func=cmd_ops)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "convert":
+        try:
+            args.input_dims = [(n, _dims(d)) for n, d in args.input_dims] if args.input_dims else None
+            args.input_values = [(n, _values(v)) for n, v in args.input_values] if args.input_values else None
+        except argparse.ArgumentTypeError as e:
+            parser.error(str(e))
+    try:
+        args.func(args)
+    except QnnBuildError as e:
+        print(f"qnn-build {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"qnn-build {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
