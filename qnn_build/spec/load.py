@@ -147,7 +147,8 @@ class _SpecChecker:
                       per_precision.get(precision, {})]
             merged = {k: v for layer in layers for k, v in layer.items()}
             thresholds[precision] = {k: merged[k] for k in THRESHOLD_KEYS if merged.get(k) is not None}
-        return {"data": data, "labels": test.get("labels"), "samples": test.get("samples"),
+        samples = test.get("samples")
+        return {"data": data, "labels": test.get("labels"), "samples": None if samples is None else int(samples),
                 "thresholds": thresholds}
 
     def _precision_thresholds(self, given: dict) -> dict:
