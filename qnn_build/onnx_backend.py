@@ -33,7 +33,7 @@ class QnnbRep(base.BackendRep):
 
 class QnnbBackend(base.Backend):
     @classmethod
-    def prepare(cls, model, device="CPU", backend="cpu", threads=1, input_dims=None, **kwargs):
+    def prepare(cls, model, device="CPU", backend="cpu", threads=1, input_dims=None, input_values=None, **kwargs):
         tmp = tempfile.TemporaryDirectory(prefix="qnnb-backend-")
         d = Path(tmp.name)
         if isinstance(model, onnx.ModelProto):
@@ -41,7 +41,7 @@ class QnnbBackend(base.Backend):
             onnx.save(model, str(src))
         else:
             src = Path(model)
-        convert(src, d, input_dims=input_dims)
+        convert(src, d, input_dims=input_dims, input_values=input_values)
         lib = build_model_lib(d / "model.cpp", d / "model.bin", d / "libmodel.so")
         return QnnbRep(lib, tmp, backend, threads)
 

@@ -136,11 +136,24 @@ def _inline_if(node: onnx.NodeProto, condition: bool) -> list[onnx.NodeProto]:
         copy.name = prefix + (n.name or n.output[0])
         copy.input[:] = [rename.get(i, i) for i in n.input]
         copy.output[:] = [rename.get(o, o) for o in n.output]
+        _rename_in_subgraphs(copy, rename)
         nodes.append(copy)
     for out, branch_out in zip(node.output, branch.output):
         nodes.append(helper.make_node("Identity", [rename.get(branch_out.name, branch_out.name)], [out],
                                       name=f"{prefix}{out}/out"))
     return nodes
+
+
+def _rename_in_subgraphs(node: onnx.NodeProto, rename: dict[str, str]) -> None:
+    """Nested graphs (of an If inside the branch) may read the branch's names from the outer scope."""
+    for a in node.attribute:
+        graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        for g in graphs:
+            for n in g.node:
+                n.input[:] = [rename.get(i, i) for i in n.input]
+                _rename_in_subgraphs(n, rename)
+            for out in g.output:
+                out.name = rename.get(out.name, out.name)
 
 
 def _attr(node, name, default):
