@@ -7,6 +7,7 @@
 
 #include "gemm.h"
 #include "graph.h"
+#include "quant.h"
 
 #define QNNB_RUNTIME_VERSION "0.1.0"
 
@@ -17,6 +18,9 @@ struct qnnb_graph {
     std::vector<qnnb::Tensor*> inputs;
     std::vector<qnnb::Tensor*> outputs;
     std::vector<void*> buffers;  // activation memory, freed with the graph
+    std::vector<std::vector<float>> dequantized;  // float copies of quantized constants (float backends)
+    std::vector<void*> input_copies;              // per input: its rounded copy when it is encoded
+    bool keep_tensors = false;
     qnnb::ExecContext ctx;
     bool finalized = false;
     std::string last_error;
@@ -116,7 +120,52 @@ qnnb_status set_io(qnnb_graph* g, const qnnb_tensor_id* inputs, int32_t num_inpu
     return QNNB_OK;
 }
 
-const qnnb_compose_api kComposeApi = {QNNB_API_VERSION, add_tensor, add_node, set_io};
+qnnb_status set_encoding(qnnb_graph* g, qnnb_tensor_id id, const qnnb_encoding* e) {
+    Tensor* t = g ? tensor_at(g, id) : nullptr;
+    if (!t || !e || e->count < 0 || (e->count > 0 && (!e->scales || !e->offsets)))
+        return g ? g->fail(QNNB_ERR_INVALID_ARGUMENT, "set_encoding: invalid argument") : QNNB_ERR_INVALID_ARGUMENT;
+    qnnb::Encoding& enc = t->encoding;
+    enc.kind = e->kind;
+    enc.bitwidth = e->kind == QNNB_ENCODING_FP16 ? 16 : e->bitwidth;
+    enc.is_signed = e->is_signed != 0;
+    enc.axis = e->axis;
+    enc.block_axis = e->block_axis;
+    enc.block_size = e->block_size;
+    enc.scales.assign(e->scales, e->scales + e->count);
+    enc.offsets.assign(e->offsets, e->offsets + e->count);
+    std::string err;
+    if (!qnnb::check_encoding(*t, err))
+        return g->fail(QNNB_ERR_INVALID_ARGUMENT, "tensor '" + t->name + "': " + err);
+    return QNNB_OK;
+}
+
+const qnnb_compose_api kComposeApi = {QNNB_API_VERSION, add_tensor, add_node, set_io, set_encoding};
+
+bool is_integer_storage(qnnb_dtype d) {
+    return d == QNNB_INT4 || d == QNNB_INT8 || d == QNNB_UINT8 || d == QNNB_INT16 || d == QNNB_UINT16 ||
+           d == QNNB_INT32;
+}
+
+// On a float backend, quantized and half constants become float32 tensors once, here.
+qnnb_status dequantize_constants(qnnb_graph* g) {
+    for (auto& t : g->tensors) {
+        bool quantized = t->encoding.present() && t->encoding.kind == QNNB_ENCODING_INT && is_integer_storage(t->dtype);
+        if (!t->is_const() || !(quantized || t->dtype == QNNB_FLOAT16)) continue;
+        std::vector<float> values;
+        std::string err;
+        if (!qnnb::dequantize_constant(*t, values, err))
+            return g->fail(QNNB_ERR_INVALID_ARGUMENT, "tensor '" + t->name + "': " + err);
+        g->dequantized.push_back(std::move(values));
+        t->const_data = g->dequantized.back().data();
+        t->dtype = QNNB_FLOAT32;
+        t->encoding = qnnb::Encoding();
+    }
+    return QNNB_OK;
+}
+
+bool rounds_activation(const Tensor* t) {
+    return t && !t->is_const() && t->dtype == QNNB_FLOAT32 && t->encoding.present();
+}
 
 void* aligned_alloc64(size_t n) {
     size_t rounded = (n + 63) / 64 * 64;
@@ -159,6 +208,19 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
     if (!g) return QNNB_ERR_INVALID_ARGUMENT;
     if (g->finalized) return g->fail(QNNB_ERR_STATE, "graph already finalized");
     if (g->outputs.empty()) return g->fail(QNNB_ERR_STATE, "graph has no outputs (set_io not called)");
+    if (g->backend->float_simulation) {
+        qnnb_status s = dequantize_constants(g);
+        if (s != QNNB_OK) return s;
+    }
+    for (Tensor* t : g->inputs) {
+        void* copy = nullptr;
+        if (g->backend->float_simulation && rounds_activation(t)) {
+            copy = aligned_alloc64(t->nbytes());
+            if (!copy) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for '" + t->name + "'");
+            g->buffers.push_back(copy);
+        }
+        g->input_copies.push_back(copy);
+    }
     for (auto& node : g->nodes) {
         node->kernel = g->backend->find_kernel(node->op);
         if (!node->kernel)
@@ -182,13 +244,51 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     if (!g || (!inputs && !g->inputs.empty()) || !outputs) return QNNB_ERR_INVALID_ARGUMENT;
     if (!g->finalized) return g->fail(QNNB_ERR_STATE, "execute before finalize");
     qnnb::gemm_set_threads(g->ctx.threads);
-    for (size_t i = 0; i < g->inputs.size(); ++i) g->inputs[i]->data = const_cast<void*>(inputs[i]);
-    for (auto& node : g->nodes) node->kernel->run(*node, g->ctx);
+    const bool simulate = g->backend->float_simulation;
+    for (size_t i = 0; i < g->inputs.size(); ++i) {
+        Tensor* t = g->inputs[i];
+        if (void* copy = g->input_copies[i]) {  // an encoded input is rounded like any activation
+            std::memcpy(copy, inputs[i], t->nbytes());
+            qnnb::fake_quantize(static_cast<float*>(copy), t->numel(), t->encoding);
+            t->data = copy;
+        } else {
+            t->data = const_cast<void*>(inputs[i]);
+        }
+    }
+    for (auto& node : g->nodes) {
+        node->kernel->run(*node, g->ctx);
+        if (!simulate) continue;
+        for (Tensor* t : node->out)
+            if (rounds_activation(t)) qnnb::fake_quantize(t->out<float>(), t->numel(), t->encoding);
+    }
     for (size_t i = 0; i < g->outputs.size(); ++i) {
         const Tensor* t = g->outputs[i];
         std::memcpy(outputs[i], t->read_ptr(), t->nbytes());
     }
-    for (Tensor* t : g->inputs) t->data = nullptr;
+    for (size_t i = 0; i < g->inputs.size(); ++i)
+        if (!g->input_copies[i]) g->inputs[i]->data = nullptr;
+    return QNNB_OK;
+}
+
+qnnb_status qnnb_graph_set_keep_tensors(qnnb_graph* g, int32_t keep) {
+    if (!g) return QNNB_ERR_INVALID_ARGUMENT;
+    if (g->finalized) return g->fail(QNNB_ERR_STATE, "keep_tensors must be set before finalize");
+    g->keep_tensors = keep != 0;
+    return QNNB_OK;
+}
+
+int32_t qnnb_graph_num_tensors(const qnnb_graph* g) { return g ? static_cast<int32_t>(g->tensors.size()) : -1; }
+
+qnnb_status qnnb_graph_tensor(const qnnb_graph* g, int32_t index, const char** name, qnnb_dtype* dtype,
+                              int32_t* rank, int64_t* dims, const void** data) {
+    if (!g || index < 0 || static_cast<size_t>(index) >= g->tensors.size()) return QNNB_ERR_INVALID_ARGUMENT;
+    const Tensor* t = g->tensors[static_cast<size_t>(index)].get();
+    if (name) *name = t->name.c_str();
+    if (dtype) *dtype = t->dtype;
+    if (rank) *rank = t->rank();
+    if (dims)
+        for (int i = 0; i < t->rank(); ++i) dims[i] = t->shape[static_cast<size_t>(i)];
+    if (data) *data = t->read_ptr();
     return QNNB_OK;
 }
 

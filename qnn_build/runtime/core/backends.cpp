@@ -6,7 +6,7 @@ namespace qnnb {
 const Kernel* cpu_find_kernel(const std::string& op);
 
 static const Backend kBackends[] = {
-    {"cpu", cpu_find_kernel},
+    {"cpu", cpu_find_kernel, true},
 };
 
 const Backend* find_backend(const std::string& name) {

@@ -16,12 +16,27 @@ namespace qnnb {
 size_t dtype_size(qnnb_dtype dtype);  // 0 for an unknown dtype
 const char* dtype_name(qnnb_dtype dtype);
 
+// A tensor's quantization, as composed (see qnnb_encoding).
+struct Encoding {
+    qnnb_encoding_kind kind = QNNB_ENCODING_INT;
+    int bitwidth = 0;  // 0: not encoded
+    bool is_signed = false;
+    int axis = -1;
+    int block_axis = -1;
+    int block_size = 0;
+    std::vector<float> scales;
+    std::vector<int32_t> offsets;
+
+    bool present() const { return bitwidth != 0; }
+};
+
 struct Tensor {
     std::string name;
     qnnb_dtype dtype = QNNB_FLOAT32;
     std::vector<int64_t> shape;
     const void* const_data = nullptr;  // constants: points into the model's weights
     void* data = nullptr;              // activations: planned memory, set at finalize/execute
+    Encoding encoding;
 
     bool is_const() const { return const_data != nullptr; }
     int rank() const { return static_cast<int>(shape.size()); }
@@ -30,7 +45,10 @@ struct Tensor {
         for (int64_t d : shape) n *= d;
         return n;
     }
-    size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+    size_t nbytes() const {
+        if (dtype == QNNB_INT4) return static_cast<size_t>((numel() + 1) / 2);
+        return static_cast<size_t>(numel()) * dtype_size(dtype);
+    }
     const void* read_ptr() const { return const_data ? const_data : data; }
     template <class T> const T* in() const { return static_cast<const T*>(read_ptr()); }
     template <class T> T* out() const { return static_cast<T*>(data); }
@@ -104,6 +122,7 @@ struct Node {
 struct Backend {
     const char* name;
     const Kernel* (*find_kernel)(const std::string& op);
+    bool float_simulation;  // runs quantized graphs in float: dequantized constants, rounded activations
 };
 
 const Backend* find_backend(const std::string& name);

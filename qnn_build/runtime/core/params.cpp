@@ -8,6 +8,7 @@ size_t dtype_size(qnnb_dtype dtype) {
         case QNNB_UINT8: case QNNB_INT8: case QNNB_BOOL: return 1;
         case QNNB_UINT16: case QNNB_INT16: case QNNB_FLOAT16: return 2;
         case QNNB_INT64: return 8;
+        case QNNB_INT4: return 1;  // packed: see Tensor::nbytes
     }
     return 0;
 }
@@ -23,6 +24,7 @@ const char* dtype_name(qnnb_dtype dtype) {
         case QNNB_INT64: return "int64";
         case QNNB_BOOL: return "bool";
         case QNNB_FLOAT16: return "float16";
+        case QNNB_INT4: return "int4";
     }
     return "unknown";
 }

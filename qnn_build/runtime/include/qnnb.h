@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* Bumped when the compose table or the meaning of a call changes. */
-#define QNNB_API_VERSION 1
+#define QNNB_API_VERSION 2
 
 typedef enum {
     QNNB_OK = 0,
@@ -65,7 +65,8 @@ typedef enum {
     QNNB_INT32 = 6,
     QNNB_INT64 = 7,
     QNNB_BOOL = 9,     /* one byte, 0 or 1 */
-    QNNB_FLOAT16 = 10
+    QNNB_FLOAT16 = 10,
+    QNNB_INT4 = 22     /* two per byte, lower index in the low nibble */
 } qnnb_dtype;
 
 #define QNNB_MAX_RANK 8
@@ -90,6 +91,27 @@ typedef struct {
 
 typedef struct qnnb_graph qnnb_graph;
 
+typedef enum {
+    QNNB_ENCODING_INT = 0,   /* real = scale * (q + offset), docs/quantization.md (1) */
+    QNNB_ENCODING_FP16 = 1   /* values rounded to IEEE half, (9); no scales */
+} qnnb_encoding_kind;
+
+/* How a tensor is quantized. Constants hold the integers (dtype INT4/INT8/UINT8/INT16/UINT16/
+ * INT32); activations are float32 tensors that carry the encoding of their integer form.
+ * Per-channel: `axis` >= 0 and one scale/offset per channel. Block-wise (4-bit weights):
+ * `block_axis` >= 0 and `block_size` > 0, scales laid out [channel][block]. */
+typedef struct {
+    qnnb_encoding_kind kind;
+    int32_t bitwidth;
+    int32_t is_signed;
+    int32_t axis;          /* -1: one scale for the whole tensor */
+    int32_t block_axis;    /* -1: no blocks */
+    int32_t block_size;
+    int32_t count;         /* number of scales (and offsets) */
+    const float* scales;
+    const int32_t* offsets;
+} qnnb_encoding;
+
 /* The calls a model library composes its graph with. `data` of a constant tensor must stay valid
  * while the graph lives (it points into the model library's embedded model.bin). */
 typedef struct {
@@ -102,6 +124,7 @@ typedef struct {
                             const qnnb_param* params, int32_t num_params);
     qnnb_status (*set_io)(qnnb_graph* graph, const qnnb_tensor_id* inputs, int32_t num_inputs,
                           const qnnb_tensor_id* outputs, int32_t num_outputs);
+    qnnb_status (*set_encoding)(qnnb_graph* graph, qnnb_tensor_id tensor, const qnnb_encoding* encoding);
 } qnnb_compose_api;
 
 /* The one entry point a model library exports. */
@@ -127,6 +150,14 @@ QNNB_EXPORT int32_t qnnb_graph_num_io(const qnnb_graph* graph, int32_t is_output
 QNNB_EXPORT qnnb_status qnnb_graph_io(const qnnb_graph* graph, int32_t is_output, int32_t index,
                                       const char** name, qnnb_dtype* dtype, int32_t* rank,
                                       int64_t* dims);
+
+/* Inspection, for calibration and debugging: with keep_tensors set before finalize, every tensor
+ * keeps its own memory and can be read after execute through qnnb_graph_tensor. */
+QNNB_EXPORT qnnb_status qnnb_graph_set_keep_tensors(qnnb_graph* graph, int32_t keep);
+QNNB_EXPORT int32_t qnnb_graph_num_tensors(const qnnb_graph* graph);
+QNNB_EXPORT qnnb_status qnnb_graph_tensor(const qnnb_graph* graph, int32_t index, const char** name,
+                                          qnnb_dtype* dtype, int32_t* rank, int64_t* dims,
+                                          const void** data);
 
 QNNB_EXPORT const char* qnnb_graph_last_error(const qnnb_graph* graph);
 QNNB_EXPORT const char* qnnb_status_string(qnnb_status status);
