@@ -1,6 +1,8 @@
-"""The convert step: model.onnx -> model.cpp + model.bin + model.json in one output directory."""
+"""The convert step: model.onnx -> model.cpp + model.bin + model.json (+ model.encodings.json when
+quantized) in one output directory; and the calibrate step it may depend on."""
 
 import json
+import tempfile
 from pathlib import Path
 
 
@@ -8,45 +10,100 @@ from . import __version__
 from .atomic import write_bytes, write_text
 from .codegen.cpp import dtype_name, generate_cpp, supported_dtype
 from .codegen.weights import pack_weights
-from .errors import ConvertError
+from .errors import ConvertError, QnnBuildError
 from .ir.graph import Graph
 from .ir.onnx_import import import_onnx, load_onnx
 from .ir.passes import run_passes
 from .ops import lower_graph
+from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph
+from .quant.cle import equalize
+from .quant.encodings_json import encodings_document, load_overrides
 
 
-def build_graph(source, input_dims=None, input_values=None, out_nodes=None) -> Graph:
-    """The lowered runtime graph of an ONNX file, as convert would write it."""
+def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle: bool = False) -> Graph:
+    """The lowered float graph of an ONNX file, as convert and calibrate both see it."""
     model = load_onnx(source)
     graph = import_onnx(model, input_dims, input_values, out_nodes, source=Path(source).name)
     run_passes(graph)
     lower_graph(graph)
     _check_io(graph)
+    if cle:
+        equalize(graph)
     return graph
 
 
-def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None) -> dict:
-    """Write DIR/model.cpp, DIR/model.bin and DIR/model.json. Returns the io description."""
-    graph = build_graph(source, input_dims, input_values, out_nodes)
-    consts = [(name, t.const) for name, t in graph.tensors.items() if t.is_const]
-    for name, value in consts:
-        if not supported_dtype(value.dtype):
-            raise ConvertError(f"constant '{name}' has dtype {value.dtype}, which the runtime does not support")
+def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "fp32") -> dict:
+    consts = []
+    for name, t in graph.tensors.items():
+        if not t.is_const:
+            continue
+        if not supported_dtype(t.const.dtype):
+            raise ConvertError(f"constant '{name}' has dtype {t.const.dtype}, which the runtime does not support")
+        is_int4 = t.encoding is not None and not t.encoding.is_float and t.encoding.bitwidth == 4
+        consts.append((name, t.const, is_int4))
     bin_bytes, entries = pack_weights(consts)
     cpp = generate_cpp(graph, entries)
-    desc = io_description(graph, Path(source).name)
+    desc = io_description(graph, source_name, precision)
     out_dir = Path(out_dir)
     write_bytes(out_dir / "model.bin", bin_bytes)
     write_text(out_dir / "model.cpp", cpp)
+    if precision != "fp32":
+        write_text(out_dir / "model.encodings.json", json.dumps(encodings_document(graph), indent=1, sort_keys=True) + "\n")
     write_text(out_dir / "model.json", json.dumps(desc, indent=1, sort_keys=True) + "\n")
     return desc
 
 
-def io_description(graph: Graph, source_name: str) -> dict:
+def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None, precision: str = "fp32",
+            calibration=None, calibration_stats=None, options: QuantOptions | None = None, cle: bool = False,
+            overrides=None) -> dict:
+    """Write DIR/model.cpp, model.bin, model.json (and model.encodings.json). Returns the io description."""
+    prec = parse_precision(precision)
+    options = options or QuantOptions()
+    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle and prec.is_quantized)
+    if prec.name != "fp32":
+        stats = None
+        if prec.is_quantized:
+            if calibration_stats:
+                stats = Stats.load(calibration_stats)
+            elif calibration:
+                stats = calibrate(source, calibration, input_dims, input_values, out_nodes, cle=cle)
+            else:
+                raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
+        pinned = load_overrides(overrides, graph) if overrides else None
+        quantize_graph(graph, prec, stats, options, pinned)
+    return write_artifacts(graph, out_dir, Path(source).name, prec.name)
+
+
+def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,
+              out_path=None) -> Stats:
+    """Run the float graph over the calibration set on our cpu backend and collect statistics."""
+    from .runtime.binding import Model
+    from .toolchain import build_model_lib
+
+    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle)
+    with tempfile.TemporaryDirectory(prefix="qnnb-calibrate-") as tmp:
+        write_artifacts(graph, tmp, Path(source).name)
+        lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
+        model = Model(lib, keep_tensors=True)
+        count, stream = iter_samples(calibration, model.inputs)
+        stats = collect_stats(model, count, stream)
+        model.close()
+    if out_path:
+        stats.save(out_path)
+    return stats
+
+
+def io_description(graph: Graph, source_name: str, precision: str = "fp32") -> dict:
     def entry(name):
         t = graph.tensor(name)
-        return {"name": name, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
-                "layout": "NCHW" if len(t.shape) == 4 else "as-model"}
+        e = {"name": name, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
+             "layout": "NCHW" if len(t.shape) == 4 else "as-model"}
+        if t.encoding is not None and not t.encoding.is_float:
+            e["encoding"] = {"bitwidth": t.encoding.bitwidth, "scale": float(t.encoding.scales[0]),
+                             "offset": int(t.encoding.offsets[0])}
+        elif t.encoding is not None:
+            e["encoding"] = {"bitwidth": 16, "dtype": "float"}
+        return e
 
     ops: dict[str, int] = {}
     for n in graph.nodes:
@@ -55,7 +112,7 @@ def io_description(graph: Graph, source_name: str) -> dict:
         "format_version": 1,
         "generator": f"qnn-build {__version__}",
         "source": source_name,
-        "precision": "fp32",
+        "precision": precision,
         "inputs": [entry(n) for n in graph.inputs],
         "outputs": [entry(n) for n in graph.outputs],
         "ops": dict(sorted(ops.items())),
@@ -71,4 +128,4 @@ def _check_io(graph: Graph) -> None:
         raise ConvertError("the model has no outputs")
 
 
-__all__ = ["convert", "build_graph", "io_description"]
+__all__ = ["convert", "calibrate", "build_graph", "io_description"]

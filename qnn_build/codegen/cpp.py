@@ -79,6 +79,23 @@ def _param_lines(params: dict) -> tuple[list[str], list[str]]:
     return decls, items
 
 
+def _encoding_lines(enc, tid: int) -> str:
+    if enc.is_float:
+        return (f"    {{ const qnnb_encoding e = {{QNNB_ENCODING_FP16, 16, 1, -1, -1, 0, 0, nullptr, nullptr}}; "
+                f"QNNB_CHECK(api->set_encoding(g, t[{tid}], &e)); }}")
+    scales = _array("float", "s", [c_float(v) for v in enc.scales])
+    offsets = _array("int32_t", "o", [str(int(v)) for v in enc.offsets])
+    return (f"    {{ {scales} {offsets}\n      const qnnb_encoding e = {{QNNB_ENCODING_INT, {enc.bitwidth}, "
+            f"{int(enc.is_signed)}, {enc.axis}, {enc.block_axis}, {enc.block_size}, {len(enc.scales)}, s, o}}; "
+            f"QNNB_CHECK(api->set_encoding(g, t[{tid}], &e)); }}")
+
+
+def tensor_dtype_enum(t) -> str:
+    if t.is_const and t.encoding is not None and not t.encoding.is_float and t.encoding.bitwidth == 4:
+        return "QNNB_INT4"
+    return _DTYPE_ENUM[np.dtype(t.dtype)]
+
+
 def generate_cpp(graph: Graph, weights: dict[str, WeightEntry]) -> str:
     ids: dict[str, int] = {}
     names = list(graph.inputs)
@@ -97,8 +114,10 @@ def generate_cpp(graph: Graph, weights: dict[str, WeightEntry]) -> str:
             decl = _array("int64_t", "d", [c_int(d) for d in t.shape]) + " "
             dims = "d"
         data = f"{BIN_SYMBOL} + {weights[name].offset}" if name in weights else "nullptr"
-        body.append(f"    {{ {decl}QNNB_CHECK(api->add_tensor(g, {c_string(name)}, {_DTYPE_ENUM[np.dtype(t.dtype)]}, "
+        body.append(f"    {{ {decl}QNNB_CHECK(api->add_tensor(g, {c_string(name)}, {tensor_dtype_enum(t)}, "
                     f"{len(t.shape)}, {dims}, {data}, &t[{tid}])); }}")
+        if t.encoding is not None:
+            body.append(_encoding_lines(t.encoding, tid))
     for node in graph.nodes:
         ins = ", ".join(f"t[{ids[n]}]" if n else "QNNB_NO_TENSOR" for n in node.inputs)
         outs = ", ".join(f"t[{ids[n]}]" if n else "QNNB_NO_TENSOR" for n in node.outputs)

@@ -4,8 +4,8 @@ Layout (little-endian), documented in docs/formats.md:
   header  64 bytes: magic "QNNBWTS\\0", u32 version, u32 tensor count, u64 index offset, u64 index size,
           zero padding
   payload each tensor's bytes at a 64-byte aligned offset
-  index   per tensor: u32 name length, name (UTF-8), u32 dtype (ONNX code), u32 rank, i64 dims[rank],
-          u64 offset, u64 size
+  index   per tensor: u32 name length, name (UTF-8), u32 dtype (ONNX code; 22 = INT4, packed two
+          per byte, low nibble first), u32 rank, i64 dims[rank], u64 offset, u64 size
 """
 
 import struct
@@ -29,12 +29,29 @@ class WeightEntry:
     size: int
 
 
-def pack_weights(tensors: list[tuple[str, np.ndarray]]) -> tuple[bytes, dict[str, WeightEntry]]:
-    """model.bin bytes and where each tensor landed."""
+INT4_CODE = 22
+
+
+def pack_int4(q: np.ndarray) -> bytes:
+    """Two signed 4-bit values per byte, the lower index in the low nibble (ONNX INT4 packing)."""
+    flat = (np.asarray(q, np.int64).reshape(-1) & 0x0F).astype(np.uint8)
+    if flat.size % 2:
+        flat = np.append(flat, np.uint8(0))
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
+
+
+def pack_weights(tensors: list[tuple[str, np.ndarray, bool]]) -> tuple[bytes, dict[str, WeightEntry]]:
+    """model.bin bytes and where each tensor landed. The flag marks 4-bit tensors, stored packed."""
     payload = bytearray(ALIGN)  # room for the header
     entries: dict[str, WeightEntry] = {}
-    for name, value in tensors:
-        data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
+    codes: dict[str, int] = {}
+    for name, value, is_int4 in tensors:
+        if is_int4:
+            data = pack_int4(value)
+            codes[name] = INT4_CODE
+        else:
+            data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
+            codes[name] = helper.np_dtype_to_tensor_dtype(value.dtype)
         payload.extend(b"\0" * (-len(payload) % ALIGN))
         entries[name] = WeightEntry(name, value.dtype, tuple(value.shape), len(payload), len(data))
         payload.extend(data)
@@ -43,7 +60,7 @@ def pack_weights(tensors: list[tuple[str, np.ndarray]]) -> tuple[bytes, dict[str
     for e in entries.values():
         raw = e.name.encode("utf-8")
         index += struct.pack("<I", len(raw)) + raw
-        index += struct.pack("<II", helper.np_dtype_to_tensor_dtype(e.dtype), len(e.shape))
+        index += struct.pack("<II", codes[e.name], len(e.shape))
         index += struct.pack(f"<{len(e.shape)}q", *e.shape)
         index += struct.pack("<QQ", e.offset, e.size)
     header = _HEADER.pack(MAGIC, VERSION, len(entries), len(payload), len(index))
@@ -65,6 +82,11 @@ def read_weights(data: bytes) -> dict[str, np.ndarray]:
         dims = struct.unpack_from(f"<{rank}q", data, pos + 8)
         offset, size = struct.unpack_from("<QQ", data, pos + 8 + 8 * rank)
         pos += 8 + 8 * rank + 16
+        if code == INT4_CODE:
+            packed = np.frombuffer(data, np.uint8, count=size, offset=offset)
+            nibbles = np.stack([packed & 0x0F, packed >> 4], axis=1).reshape(-1)[: int(np.prod(dims))]
+            out[name] = np.where(nibbles >= 8, nibbles.astype(np.int8) - 16, nibbles).astype(np.int8).reshape(dims)
+            continue
         dtype = helper.tensor_dtype_to_np_dtype(code)
         out[name] = np.frombuffer(data, dtype, count=size // dtype.itemsize, offset=offset).reshape(dims)
     return out

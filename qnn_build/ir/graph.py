@@ -16,6 +16,7 @@ class Tensor:
     dtype: np.dtype
     shape: tuple[int, ...]
     const: np.ndarray | None = None  # constant tensors carry their value
+    encoding: Any = None  # quant.encoding.Encoding once quantized
 
     @property
     def is_const(self) -> bool:

@@ -46,6 +46,11 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     lib.qnnb_graph_num_io.restype = i32
     lib.qnnb_graph_io.argtypes = [vp, i32, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
                                   ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64)]
+    lib.qnnb_graph_set_keep_tensors.argtypes = [vp, i32]
+    lib.qnnb_graph_num_tensors.argtypes = [vp]
+    lib.qnnb_graph_num_tensors.restype = i32
+    lib.qnnb_graph_tensor.argtypes = [vp, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
+                                      ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(vp)]
     lib.qnnb_graph_last_error.argtypes = [vp]
     lib.qnnb_graph_last_error.restype = cp
     lib.qnnb_status_string.argtypes = [ctypes.c_int]
@@ -57,7 +62,8 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
 class Model:
     """A model library composed into a backend and finalized, ready to execute."""
 
-    def __init__(self, model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None):
+    def __init__(self, model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None,
+                 keep_tensors: bool = False):
         self.timings: dict[str, float] = {}
         t0 = time.perf_counter()
         self._rt = runtime_library(runtime)
@@ -75,6 +81,7 @@ class Model:
         if status != 0:
             raise QnnBuildError(f"backend '{backend}' is not available in this runtime")
         self._check(self._rt.qnnb_graph_set_threads(self._graph, int(threads)), "set threads")
+        self._check(self._rt.qnnb_graph_set_keep_tensors(self._graph, int(keep_tensors)), "keep tensors")
         self._check(self._rt.qnnb_graph_compose(self._graph, ctypes.cast(compose, ctypes.c_void_p)), "compose")
         t2 = time.perf_counter()
         self.inputs = self._io(False)
@@ -116,6 +123,22 @@ class Model:
         out_ptrs = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
         self._check(self._rt.qnnb_graph_execute(self._graph, in_ptrs, out_ptrs), "execute")
         return {o.name: arr for o, arr in zip(self.outputs, outs)}
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        """Every float32 activation after the last execute (a copy). Needs keep_tensors=True."""
+        out = {}
+        for i in range(self._rt.qnnb_graph_num_tensors(self._graph)):
+            name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int32()
+            dims, data = (ctypes.c_int64 * QNNB_MAX_RANK)(), ctypes.c_void_p()
+            self._check(self._rt.qnnb_graph_tensor(self._graph, i, ctypes.byref(name), ctypes.byref(dtype),
+                                                   ctypes.byref(rank), dims, ctypes.byref(data)), "tensor query")
+            if dtype.value != 1 or not data.value:
+                continue
+            shape = tuple(dims[: rank.value])
+            n = int(np.prod(shape))
+            buf = (ctypes.c_float * n).from_address(data.value)
+            out[name.value.decode("utf-8")] = np.frombuffer(buf, np.float32, n).reshape(shape).copy()
+        return out
 
     def close(self) -> None:
         if getattr(self, "_graph", None):

@@ -1,0 +1,186 @@
+"""Quantizing a lowered graph: an encoding for every float activation (from calibration statistics),
+and every float constant replaced by its integers (weights, biases, other parameters).
+Equations: docs/quantization.md."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import QnnBuildError
+from ..ir.graph import Graph, Node
+from .calibrate import Stats
+from .encoding import (Encoding, activation_encoding, bias_encoding, fp16_encoding, quantize, storage_dtype,
+                       symmetric_encoding)
+from .precision import Precision
+from .ranges import choose_range, weight_absmax
+
+# Ops whose output holds exactly values of their first input: it keeps the input's encoding, so the
+# integer backend moves bytes without requantizing.
+PASS_THROUGH = {"Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile", "Pad",
+                "DepthToSpace", "SpaceToDepth", "MaxPool", "GlobalMaxPool"}
+
+
+@dataclass
+class QuantOptions:
+    act_range: str = "minmax"
+    weight_range: str = "minmax"
+    percentile: float = 99.99
+    per_channel: bool = True
+    block_size: int | None = None
+    bias_correction: bool = False
+
+
+def weight_axes(node: Node, graph: Graph, index: int) -> tuple[int, int] | None:
+    """(channel axis, input axis) of a weight input, or None when the input is not a weight."""
+    if index != 1:
+        return None
+    rank = len(graph.tensor(node.inputs[1]).shape)
+    if node.op_type == "Conv":
+        return 0, 1
+    if node.op_type == "ConvTranspose":
+        return 1, 0
+    if node.op_type == "Gemm":
+        return (0, 1) if node.attrs.get("trans_b") else (1, 0)
+    if node.op_type == "MatMul" and rank >= 2:
+        return rank - 1, rank - 2
+    return None
+
+
+def is_bias(node: Node, index: int) -> bool:
+    return index == 2 and node.op_type in ("Conv", "ConvTranspose", "Gemm")
+
+
+def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, options: QuantOptions,
+                   overrides: dict | None = None) -> None:
+    """Set `encoding` on every float tensor and store constants as integers (or halves for fp16)."""
+    if precision.name == "fp16":
+        _to_fp16(graph)
+        return
+    overrides = overrides or {}
+    _encode_activations(graph, precision, stats, options, overrides.get("activations", {}))
+    _encode_constants(graph, precision, options, overrides.get("params", {}), stats)
+
+
+def _to_fp16(graph: Graph) -> None:
+    for t in graph.tensors.values():
+        if t.dtype != np.float32:
+            continue
+        if t.is_const:
+            t.const = t.const.astype(np.float16)
+            t.dtype = np.dtype(np.float16)
+        else:
+            t.encoding = fp16_encoding()
+
+
+def activation_names(graph: Graph) -> list[str]:
+    names = [n for n in graph.inputs]
+    for node in graph.nodes:
+        names.extend(o for o in node.outputs if o)
+    return [n for n in names if graph.tensor(n).dtype == np.float32 and not graph.tensor(n).is_const]
+
+
+def _encode_activations(graph, precision, stats, options, pinned):
+    producer = graph.producers()
+    for name in activation_names(graph):
+        t = graph.tensor(name)
+        node = producer.get(name)
+        if name in pinned:
+            t.encoding = pinned[name](stats.get(name) if stats else None, precision.act_bits)
+        elif node is not None and node.op_type in PASS_THROUGH and graph.tensor(node.inputs[0]).encoding is not None:
+            t.encoding = graph.tensor(node.inputs[0]).encoding
+        else:
+            if stats is None or name not in stats:
+                raise QnnBuildError(f"calibration statistics have no entry for tensor '{name}' "
+                                    f"(statistics from another model or precision settings?)")
+            s = stats[name]
+            lo, hi = choose_range(s.min, s.max, s.hist, precision.act_bits, options.act_range, options.percentile)
+            t.encoding = activation_encoding(lo, hi, precision.act_bits)
+
+
+def _encode_constants(graph, precision, options, pinned, stats):
+    done = set()
+    float_weights = {}
+    for node in graph.nodes:
+        for index, name in enumerate(node.inputs):
+            t = graph.tensors.get(name) if name else None
+            if t is None or not t.is_const or t.dtype != np.float32 or name in done:
+                continue
+            done.add(name)
+            values = t.const
+            axes = weight_axes(node, graph, index)
+            if name in pinned:
+                enc = pinned[name](values, precision.weight_bits)
+            elif is_bias(node, index) and _bias_fits(node, graph, values):
+                if options.bias_correction and stats is not None:
+                    values = _corrected_bias(node, graph, values, float_weights.get(node.inputs[1]), stats)
+                enc = _bias(node, graph, values)
+            elif axes is not None:
+                enc = _weight(node, graph, values, axes, precision, options)
+            else:
+                absmax = np.array([np.abs(values).max() if values.size else 0.0])
+                enc = symmetric_encoding(absmax, precision.param_bits)
+            if enc.is_float:
+                t.const = values.astype(np.float16)
+                t.dtype = np.dtype(np.float16)
+                continue
+            if axes is not None:
+                float_weights[name] = values
+            q = quantize(values, enc)
+            t.const = q.astype(storage_dtype(enc))
+            t.dtype = t.const.dtype
+            t.encoding = enc
+
+
+def _weight(node, graph, values, axes, precision, options) -> Encoding:
+    bits = precision.weight_bits
+    axis, in_axis = axes
+    if not options.per_channel:
+        axis = -1
+    block_axis, block = -1, 0
+    if options.block_size and bits == 4:
+        k = values.shape[in_axis]
+        if k % options.block_size:
+            raise QnnBuildError(f"{node.describe()}: block size {options.block_size} does not divide the input "
+                                f"dimension {k} of weight '{node.inputs[1]}'")
+        block_axis, block = in_axis, options.block_size
+    absmax = weight_absmax(values, axis, bits, options.weight_range, block_axis, block)
+    return symmetric_encoding(absmax, bits, axis, block_axis, block)
+
+
+def _bias_fits(node, graph, values) -> bool:
+    w = graph.tensor(node.inputs[1])
+    x = graph.tensor(node.inputs[0])
+    return (values.ndim == 1 and w.encoding is not None and x.encoding is not None and not x.encoding.is_float
+            and not w.encoding.is_float and w.encoding.block_axis < 0)
+
+
+def _bias(node, graph, values) -> Encoding:
+    w_enc = graph.tensor(node.inputs[1]).encoding
+    x_enc = graph.tensor(node.inputs[0]).encoding
+    w_scales = w_enc.scales if len(w_enc.scales) == len(values) else np.full(len(values), w_enc.scales[0])
+    return bias_encoding(float(x_enc.scales[0]), w_scales, axis=0)
+
+
+def _corrected_bias(node, graph, bias, w_float, stats):
+    """Equation (12): remove the expected output shift that quantizing the weight causes."""
+    x_stats = stats.get(node.inputs[0])
+    if w_float is None or x_stats is None or x_stats.channel_mean is None or node.op_type == "ConvTranspose":
+        return bias
+    w = graph.tensor(node.inputs[1])
+    from .encoding import dequantize
+    err = dequantize(w.const.astype(np.int64), w.encoding) - w_float
+    mean = x_stats.channel_mean
+    if node.op_type == "Conv":
+        groups = int(node.attrs.get("group", 1))
+        per_in = err.shape[1]
+        per_out = err.shape[0] // groups
+        shift = np.zeros(err.shape[0])
+        for o in range(err.shape[0]):
+            g = o // per_out
+            shift[o] = np.sum(err[o].reshape(per_in, -1).sum(axis=1) * mean[g * per_in:(g + 1) * per_in])
+    else:  # Gemm: y = x @ B (+ C); B is [K, N], or [N, K] with trans_b
+        b = err if node.attrs.get("trans_b") else err.T
+        if b.shape[1] != len(mean):
+            return bias
+        shift = b @ mean
+    return (bias - shift).astype(np.float32)

@@ -1,0 +1,135 @@
+"""Calibration statistics: the float model run over the calibration set on our own cpu backend.
+
+Per float activation tensor: min, max, a histogram of HIST_BINS bins over [min, max], and the mean
+per channel (axis 1) for bias correction. Two streamed passes (min/max, then histograms), one sample
+at a time, so memory does not grow with the number of samples. The statistics are their own
+artifact (stats.npz): changing a range algorithm, a bitwidth or an override reuses them.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..errors import QnnBuildError
+from ..npzio import save_npz
+
+HIST_BINS = 2048
+
+
+@dataclass
+class TensorStats:
+    min: float
+    max: float
+    hist: np.ndarray
+    channel_mean: np.ndarray | None
+
+
+class Stats(dict):
+    """tensor name -> TensorStats."""
+
+    def save(self, path) -> None:
+        names = sorted(self)
+        arrays = {"names": np.array(names), "min": np.array([self[n].min for n in names], np.float64),
+                  "max": np.array([self[n].max for n in names], np.float64),
+                  "hist": np.stack([self[n].hist for n in names]).astype(np.int64) if names else np.zeros((0, HIST_BINS))}
+        for i, n in enumerate(names):
+            if self[n].channel_mean is not None:
+                arrays[f"mean_{i}"] = self[n].channel_mean
+        save_npz(path, arrays)
+
+    @classmethod
+    def load(cls, path) -> "Stats":
+        try:
+            z = np.load(path, allow_pickle=False)
+            names = [str(n) for n in z["names"]]
+            stats = cls()
+            for i, n in enumerate(names):
+                mean = z[f"mean_{i}"] if f"mean_{i}" in z.files else None
+                stats[n] = TensorStats(float(z["min"][i]), float(z["max"][i]), z["hist"][i], mean)
+        except (OSError, KeyError, ValueError) as e:
+            raise QnnBuildError(f"{path}: not a calibration statistics file ({e})") from None
+        return stats
+
+
+def iter_samples(source, inputs) -> tuple[int, Callable[[], Iterator[dict[str, np.ndarray]]]]:
+    """(count, a function that streams the calibration samples) from an .npz or an input list."""
+    path = Path(source)
+    if not path.is_file():
+        raise QnnBuildError(f"{path}: calibration data not found")
+    if path.suffix == ".npz":
+        try:
+            data = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise QnnBuildError(f"{path}: cannot read calibration data ({e})") from None
+        count = None
+        for info in inputs:
+            if info.name not in data.files:
+                raise QnnBuildError(f"{path}: no array for input '{info.name}' (arrays: {', '.join(data.files)})")
+            arr = data[info.name]
+            per_sample = int(np.prod(info.shape))
+            if arr.size % per_sample != 0 or arr.shape[0] == 0:
+                raise QnnBuildError(f"{path}: input '{info.name}': array of shape {list(arr.shape)} does not hold "
+                                    f"samples of shape {list(info.shape)}")
+            n = arr.size // per_sample
+            count = n if count is None else min(count, n)
+        if not count:
+            raise QnnBuildError(f"{path}: the calibration set is empty")
+
+        def stream():
+            for i in range(count):
+                yield {info.name: _sample(data[info.name], i, info, path) for info in inputs}
+        return count, stream
+
+    from ..runtime.netrun import parse_input_list, read_raw
+    runs = parse_input_list(path, inputs)
+
+    def stream_list():
+        for run in runs:
+            yield {info.name: _finite(read_raw(run[info.name], info, str(path)), path, info.name)
+                   for info in inputs}
+    return len(runs), stream_list
+
+
+def _sample(arr, i, info, path):
+    per = int(np.prod(info.shape))
+    flat = arr.reshape(-1, per)[i].astype(info.dtype).reshape(info.shape)
+    return _finite(flat, path, info.name)
+
+
+def _finite(x, path, name):
+    if np.issubdtype(x.dtype, np.floating) and not np.all(np.isfinite(x)):
+        raise QnnBuildError(f"{path}: calibration data for input '{name}' contains NaN or Inf")
+    return x
+
+
+def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins: int = HIST_BINS) -> Stats:
+    """Run `model` (a runtime Model with keep_tensors=True) over the samples: two passes."""
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    sums: dict[str, np.ndarray] = {}
+    for feeds in stream():
+        model.run(feeds)
+        tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if np.issubdtype(np.asarray(v).dtype, np.floating)},
+                   **model.tensors()}
+        for name, t in tensors.items():
+            if not np.all(np.isfinite(t)):
+                raise QnnBuildError(f"calibration: tensor '{name}' became NaN or Inf")
+            lo[name] = min(lo.get(name, np.inf), float(t.min()))
+            hi[name] = max(hi.get(name, -np.inf), float(t.max()))
+            if t.ndim >= 2:
+                m = t.astype(np.float64).reshape(t.shape[0], t.shape[1], -1).mean(axis=(0, 2))
+                sums[name] = sums.get(name, 0) + m
+    hists = {name: np.zeros(bins, np.int64) for name in lo}
+    for feeds in stream():
+        model.run(feeds)
+        tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if k in lo}, **model.tensors()}
+        for name, t in tensors.items():
+            if hi[name] > lo[name]:
+                h, _ = np.histogram(t, bins=bins, range=(lo[name], hi[name]))
+                hists[name] += h
+            else:
+                hists[name][0] += t.size
+    return Stats({name: TensorStats(lo[name], hi[name], hists[name],
+                                    (sums[name] / count) if name in sums else None) for name in lo})

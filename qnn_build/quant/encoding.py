@@ -1,0 +1,109 @@
+"""Encodings: computing them from ranges, applying them to arrays. Equations: docs/quantization.md."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Encoding:
+    bitwidth: int
+    is_signed: bool
+    scales: np.ndarray           # float32 [count]
+    offsets: np.ndarray          # int32 [count]
+    axis: int = -1               # per-channel axis, -1 per tensor
+    block_axis: int = -1         # block-wise axis (4-bit weights), -1 none
+    block_size: int = 0
+    is_float: bool = False       # fp16: no scales
+    mins: np.ndarray = field(default=None)
+    maxs: np.ndarray = field(default=None)
+
+    @property
+    def qmin(self) -> int:
+        return -(2 ** (self.bitwidth - 1)) if self.is_signed else 0
+
+    @property
+    def qmax(self) -> int:
+        return 2 ** (self.bitwidth - 1) - 1 if self.is_signed else 2 ** self.bitwidth - 1
+
+
+def fp16_encoding() -> Encoding:
+    return Encoding(16, True, np.zeros(0, np.float32), np.zeros(0, np.int32), is_float=True)
+
+
+def activation_encoding(lo: float, hi: float, bits: int) -> Encoding:
+    """Unsigned asymmetric per-tensor encoding of [lo, hi]: equations (3)-(5)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)             # (3)
+    levels = 2 ** bits - 1
+    scale = (hi - lo) / levels if hi > lo else 1.0                # (4)
+    scale = float(np.float32(scale))
+    offset = int(np.round(lo / scale))                            # (5)
+    return Encoding(bits, False, np.array([scale], np.float32), np.array([offset], np.int32),
+                    mins=np.array([scale * offset]), maxs=np.array([scale * (offset + levels)]))
+
+
+def symmetric_encoding(absmax: np.ndarray, bits: int, axis: int = -1, block_axis: int = -1,
+                       block_size: int = 0) -> Encoding:
+    """Signed symmetric encoding, one scale per entry of `absmax`: equation (6)."""
+    absmax = np.asarray(absmax, np.float64).reshape(-1)
+    qmax = 2 ** (bits - 1) - 1
+    scales = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
+    return Encoding(bits, True, scales, np.zeros(len(scales), np.int32), axis, block_axis, block_size,
+                    mins=-scales.astype(np.float64) * qmax, maxs=scales.astype(np.float64) * qmax)
+
+
+def bias_encoding(input_scale: float, weight_scales: np.ndarray, axis: int) -> Encoding:
+    """int32 bias, scale = input scale x weight scale: equation (8)."""
+    scales = (np.float64(input_scale) * weight_scales.astype(np.float64)).astype(np.float32)
+    scales = np.where(scales > 0, scales, np.float32(1e-30))
+    return Encoding(32, True, scales, np.zeros(len(scales), np.int32), axis if len(scales) > 1 else -1)
+
+
+def _broadcast_params(enc: Encoding, shape: tuple[int, ...]):
+    """Scales and offsets shaped to broadcast against an array of `shape`."""
+    scales, offsets = enc.scales.astype(np.float32), enc.offsets.astype(np.float32)
+    if enc.axis < 0 and enc.block_axis < 0:
+        return scales[0], offsets[0]
+    view = [1] * len(shape)
+    if enc.block_axis >= 0:
+        channels = shape[enc.axis] if enc.axis >= 0 else 1
+        blocks = shape[enc.block_axis] // enc.block_size
+        grid = [1] * len(shape)
+        if enc.axis >= 0:
+            grid[enc.axis] = channels
+        grid[enc.block_axis] = blocks
+        s = scales.reshape(channels, blocks)
+        o = offsets.reshape(channels, blocks)
+        if enc.axis >= 0 and enc.axis > enc.block_axis:
+            s, o = s.T, o.T
+        s, o = s.reshape(grid), o.reshape(grid)
+        return np.repeat(s, enc.block_size, axis=enc.block_axis), np.repeat(o, enc.block_size, axis=enc.block_axis)
+    view[enc.axis] = shape[enc.axis]
+    return scales.reshape(view), offsets.reshape(view)
+
+
+def quantize(x: np.ndarray, enc: Encoding) -> np.ndarray:
+    """Equation (2), round half to even; returns int64."""
+    scales, offsets = _broadcast_params(enc, x.shape)
+    q = np.round(x.astype(np.float32) / scales) - offsets
+    return np.clip(q, enc.qmin, enc.qmax).astype(np.int64)
+
+
+def dequantize(q: np.ndarray, enc: Encoding) -> np.ndarray:
+    """Equation (1)."""
+    scales, offsets = _broadcast_params(enc, q.shape)
+    return (scales * (q.astype(np.float32) + offsets)).astype(np.float32)
+
+
+def fake_quantize(x: np.ndarray, enc: Encoding) -> np.ndarray:
+    if enc.is_float:
+        return x.astype(np.float16).astype(np.float32)
+    return dequantize(quantize(x, enc), enc)
+
+
+STORAGE_DTYPE = {4: np.int8, 8: np.int8, 16: np.int16, 32: np.int32}
+
+
+def storage_dtype(enc: Encoding):
+    """The numpy dtype a quantized constant is stored in (4-bit is packed at codegen)."""
+    return STORAGE_DTYPE[enc.bitwidth] if enc.is_signed else {8: np.uint8, 16: np.uint16}[enc.bitwidth]
