@@ -58,19 +58,47 @@ def _load_config(args, defaults: dict) -> None:
             setattr(args, key, value)
 
 
+def _quant_options(args):
+    from .quant import QuantOptions
+    return QuantOptions(act_range=args.act_range, weight_range=args.weight_range, percentile=args.percentile,
+                        per_channel=not args.per_tensor, block_size=args.block_size,
+                        bias_correction=bool(args.bias_correction))
+
+
+_QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
+                   "per_tensor": False, "block_size": None, "cle": False, "bias_correction": False,
+                   "calibration": None, "calibration_stats": None, "quantization_overrides": None}
+
+
 def cmd_convert(args) -> None:
     from .convert import convert
 
-    _load_config(args, {"input_dims": None, "input_values": None, "out_nodes": None})
+    _load_config(args, {"input_dims": None, "input_values": None, "out_nodes": None, **_QUANT_DEFAULTS})
     if not args.source:
         raise QnnBuildError("no source model given")
     if not args.output_dir:
         raise QnnBuildError("no output directory given (-o DIR)")
     dims = dict(args.input_dims) if isinstance(args.input_dims, (list, dict)) else {}
     values = dict(args.input_values) if isinstance(args.input_values, (list, dict)) else {}
-    desc = convert(args.source, args.output_dir, dims, values, args.out_nodes or None)
+    desc = convert(args.source, args.output_dir, dims, values, args.out_nodes or None, precision=args.precision,
+                   calibration=args.calibration, calibration_stats=args.calibration_stats,
+                   options=_quant_options(args), cle=bool(args.cle), overrides=args.quantization_overrides)
     _say(args, f"converted {args.source} -> {args.output_dir} ({len(desc['inputs'])} inputs, "
                f"{len(desc['outputs'])} outputs, {sum(desc['ops'].values())} nodes)")
+
+
+def cmd_calibrate(args) -> None:
+    from .convert import calibrate
+
+    _load_config(args, {"input_dims": None, "input_values": None, "out_nodes": None, "cle": False})
+    for flag, value in (("a source model", args.source), ("--calibration", args.calibration), ("-o", args.output)):
+        if not value:
+            raise QnnBuildError(f"calibrate needs {flag}")
+    dims = dict(args.input_dims) if isinstance(args.input_dims, (list, dict)) else {}
+    values = dict(args.input_values) if isinstance(args.input_values, (list, dict)) else {}
+    stats = calibrate(args.source, args.calibration, dims, values, args.out_nodes or None, cle=bool(args.cle),
+                      out_path=args.output)
+    _say(args, f"calibrated {len(stats)} tensors -> {args.output}")
 
 
 def cmd_model_lib(args) -> None:
@@ -131,6 +159,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin an input to a constant, e.g. --input-value sample_rate 16000 (repeatable)")
     c.add_argument("--out-node", dest="out_nodes", action="append", metavar="NAME",
                    help="use this tensor as an output (repeatable; default: the model's outputs)")
+    q = c.add_argument_group("quantization (docs/quantization.md)")
+    q.add_argument("--precision", help="fp32 (default), fp16, w8a8|int8, w8a16, w16a16|int16, w4a8, w4a16|int4")
+    q.add_argument("--input-list", "--calibration", dest="calibration", metavar="FILE",
+                   help="calibration data: a qnn-net-run input list or an .npz (key = input name, [N, *shape])")
+    q.add_argument("--calibration-stats", metavar="FILE", help="statistics from `qnn-build calibrate` (skips running)")
+    q.add_argument("--act-range", choices=["minmax", "percentile", "mse"], help="activation range algorithm")
+    q.add_argument("--weight-range", choices=["minmax", "mse"], help="weight range algorithm")
+    q.add_argument("--percentile", type=float, help="percentile for --act-range percentile (default 99.99)")
+    q.add_argument("--per-tensor", action="store_true", default=None, help="one weight scale per tensor")
+    q.add_argument("--block-size", type=int, choices=[32, 64, 128], help="block-wise 4-bit weights")
+    q.add_argument("--cle", action="store_true", default=None, help="cross-layer equalization")
+    q.add_argument("--bias-correction", action="store_true", default=None, help="correct biases for weight error")
+    q.add_argument("--quantization-overrides", metavar="FILE", help="AIMET encodings JSON pinning tensors")
+
+    cal = step("calibrate", "run the float model over calibration data; write statistics", cmd_calibrate)
+    cal.add_argument("source", nargs="?", help="the .onnx model")
+    cal.add_argument("--calibration", "--input-list", dest="calibration", help="an .npz or a qnn-net-run input list")
+    cal.add_argument("-o", "--output", help="the statistics file (.npz) to write")
+    cal.add_argument("--input-dim", dest="input_dims", nargs=2, action="append", metavar=("NAME", "DIMS"))
+    cal.add_argument("--input-value", dest="input_values", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    cal.add_argument("--out-node", dest="out_nodes", action="append", metavar="NAME")
+    cal.add_argument("--cle", action="store_true", default=None, help="equalize first, as convert --cle will")
 
     m = step("model-lib", "model.cpp + model.bin -> libmodel.so", cmd_model_lib)
     m.add_argument("--cpp", help="model.cpp from convert")
@@ -155,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "convert":
+    if args.command in ("convert", "calibrate"):
         try:
             args.input_dims = [(n, _dims(d)) for n, d in args.input_dims] if args.input_dims else None
             args.input_values = [(n, _values(v)) for n, v in args.input_values] if args.input_values else None
