@@ -137,7 +137,9 @@ def _weight(node, graph, values, axes, precision, options) -> Encoding:
     if not options.per_channel:
         axis = -1
     block_axis, block = -1, 0
-    if options.block_size and bits == 4:
+    # Block-wise applies where the input dimension holds at least one block; a narrower layer
+    # (a first conv over 3 channels) keeps one scale per channel.
+    if options.block_size and bits == 4 and values.shape[in_axis] >= options.block_size:
         k = values.shape[in_axis]
         if k % options.block_size:
             raise QnnBuildError(f"{node.describe()}: block size {options.block_size} does not divide the input "

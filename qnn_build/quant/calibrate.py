@@ -69,7 +69,9 @@ def iter_samples(source, inputs) -> tuple[int, Callable[[], Iterator[dict[str, n
                 raise QnnBuildError(f"{path}: no array for input '{info.name}' (arrays: {', '.join(data.files)})")
             arr = data[info.name]
             per_sample = int(np.prod(info.shape))
-            if arr.size % per_sample != 0 or arr.shape[0] == 0:
+            if arr.size == 0:
+                raise QnnBuildError(f"{path}: the calibration set is empty (input '{info.name}' has no samples)")
+            if arr.size % per_sample != 0:
                 raise QnnBuildError(f"{path}: input '{info.name}': array of shape {list(arr.shape)} does not hold "
                                     f"samples of shape {list(info.shape)}")
             n = arr.size // per_sample
