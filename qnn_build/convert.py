@@ -14,6 +14,7 @@ from .errors import ConvertError, QnnBuildError
 from .ir.graph import Graph
 from .ir.onnx_import import import_onnx, load_onnx
 from .ir.passes import run_passes
+from .npu.lower import add_npu_params
 from .ops import lower_graph
 from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph
 from .quant.cle import equalize
@@ -71,6 +72,8 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
         pinned = load_overrides(overrides, graph) if overrides else None
         quantize_graph(graph, prec, stats, options, pinned)
+        if prec.is_quantized:
+            add_npu_params(graph)
     return write_artifacts(graph, out_dir, Path(source).name, prec.name)
 
 

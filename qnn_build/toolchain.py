@@ -22,7 +22,7 @@ from .errors import QnnBuildError
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 INCLUDE_DIR = RUNTIME_DIR / "include"
 RUNTIME_LIB = "libqnnb.so"
-RUNTIME_SUBDIRS = ("core", "cpu")
+RUNTIME_SUBDIRS = ("core", "cpu", "npu")
 
 # The host target. Cross targets come from configs/targets/ later.
 CXX_STD = "-std=c++17"

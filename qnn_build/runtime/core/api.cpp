@@ -163,8 +163,42 @@ qnnb_status dequantize_constants(qnnb_graph* g) {
     return QNNB_OK;
 }
 
-bool rounds_activation(const Tensor* t) {
-    return t && !t->is_const() && t->dtype == QNNB_FLOAT32 && t->encoding.present();
+// Activations rounded after the node that writes them: every encoded float activation on a float
+// backend; fp16 activations on an integer backend (its fp16 storage semantics).
+bool rounds_activation(const qnnb_graph* g, const Tensor* t) {
+    if (!t || t->is_const() || t->dtype != QNNB_FLOAT32 || !t->encoding.present()) return false;
+    return g->backend->float_simulation || t->encoding.kind == QNNB_ENCODING_FP16;
+}
+
+bool stores_integers(const Tensor* t) {
+    return !t->is_const() && (t->dtype == QNNB_UINT8 || t->dtype == QNNB_UINT16) && t->encoding.present();
+}
+
+// On an integer backend: integer-encoded activations are stored as their unsigned integers, half
+// constants become float for the fp16 nodes, and a graph with unencoded float activations is refused.
+qnnb_status prepare_integer_storage(qnnb_graph* g) {
+    for (auto& t : g->tensors) {
+        if (t->is_const()) {
+            if (t->dtype != QNNB_FLOAT16) continue;
+            std::vector<float> values;
+            std::string err;
+            if (!qnnb::dequantize_constant(*t, values, err)) return g->fail(QNNB_ERR_INVALID_ARGUMENT, err);
+            g->dequantized.push_back(std::move(values));
+            t->const_data = g->dequantized.back().data();
+            t->dtype = QNNB_FLOAT32;
+            continue;
+        }
+        if (t->dtype != QNNB_FLOAT32) continue;
+        if (!t->encoding.present())
+            return g->fail(QNNB_ERR_UNSUPPORTED, std::string("the ") + g->backend->name + " backend has no fp32 unit: tensor '" +
+                                                     t->name + "' has no encoding (convert with --precision fp16 or a quantized precision)");
+        if (t->encoding.kind == QNNB_ENCODING_INT) {
+            if (t->encoding.bitwidth > 16 || t->encoding.is_signed)
+                return g->fail(QNNB_ERR_UNSUPPORTED, "tensor '" + t->name + "': activations must be unsigned 8 or 16 bits");
+            t->dtype = t->encoding.bitwidth <= 8 ? QNNB_UINT8 : QNNB_UINT16;
+        }
+    }
+    return QNNB_OK;
 }
 
 void* aligned_alloc64(size_t n) {
@@ -208,13 +242,11 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
     if (!g) return QNNB_ERR_INVALID_ARGUMENT;
     if (g->finalized) return g->fail(QNNB_ERR_STATE, "graph already finalized");
     if (g->outputs.empty()) return g->fail(QNNB_ERR_STATE, "graph has no outputs (set_io not called)");
-    if (g->backend->float_simulation) {
-        qnnb_status s = dequantize_constants(g);
-        if (s != QNNB_OK) return s;
-    }
+    qnnb_status s = g->backend->float_simulation ? dequantize_constants(g) : prepare_integer_storage(g);
+    if (s != QNNB_OK) return s;
     for (Tensor* t : g->inputs) {
         void* copy = nullptr;
-        if (g->backend->float_simulation && rounds_activation(t)) {
+        if (rounds_activation(g, t) || stores_integers(t)) {
             copy = aligned_alloc64(t->nbytes());
             if (!copy) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for '" + t->name + "'");
             g->buffers.push_back(copy);
@@ -222,7 +254,7 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
         g->input_copies.push_back(copy);
     }
     for (auto& node : g->nodes) {
-        node->kernel = g->backend->find_kernel(node->op);
+        node->kernel = g->backend->find_kernel(*node);
         if (!node->kernel)
             return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op +
                                                      "): no " + g->backend->name + " kernel for this op");
@@ -244,12 +276,15 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     if (!g || (!inputs && !g->inputs.empty()) || !outputs) return QNNB_ERR_INVALID_ARGUMENT;
     if (!g->finalized) return g->fail(QNNB_ERR_STATE, "execute before finalize");
     qnnb::gemm_set_threads(g->ctx.threads);
-    const bool simulate = g->backend->float_simulation;
     for (size_t i = 0; i < g->inputs.size(); ++i) {
         Tensor* t = g->inputs[i];
-        if (void* copy = g->input_copies[i]) {  // an encoded input is rounded like any activation
-            std::memcpy(copy, inputs[i], t->nbytes());
-            qnnb::fake_quantize(static_cast<float*>(copy), t->numel(), t->encoding);
+        if (void* copy = g->input_copies[i]) {
+            if (stores_integers(t)) {  // the host quantizes the input on entry, (2)
+                qnnb::quantize_to(static_cast<const float*>(inputs[i]), t->numel(), t->encoding, copy, t->dtype);
+            } else {                   // an encoded input is rounded like any activation
+                std::memcpy(copy, inputs[i], t->nbytes());
+                qnnb::fake_quantize(static_cast<float*>(copy), t->numel(), t->encoding);
+            }
             t->data = copy;
         } else {
             t->data = const_cast<void*>(inputs[i]);
@@ -257,13 +292,15 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     }
     for (auto& node : g->nodes) {
         node->kernel->run(*node, g->ctx);
-        if (!simulate) continue;
         for (Tensor* t : node->out)
-            if (rounds_activation(t)) qnnb::fake_quantize(t->out<float>(), t->numel(), t->encoding);
+            if (rounds_activation(g, t)) qnnb::fake_quantize(t->out<float>(), t->numel(), t->encoding);
     }
     for (size_t i = 0; i < g->outputs.size(); ++i) {
         const Tensor* t = g->outputs[i];
-        std::memcpy(outputs[i], t->read_ptr(), t->nbytes());
+        if (stores_integers(t))  // the host dequantizes the output on exit, (1)
+            qnnb::dequantize_to(t->read_ptr(), t->dtype, t->numel(), t->encoding, static_cast<float*>(outputs[i]));
+        else
+            std::memcpy(outputs[i], t->read_ptr(), t->nbytes());
     }
     for (size_t i = 0; i < g->inputs.size(); ++i)
         if (!g->input_copies[i]) g->inputs[i]->data = nullptr;

@@ -3,10 +3,13 @@
 
 namespace qnnb {
 
-const Kernel* cpu_find_kernel(const std::string& op);
+const Kernel* npu_find_kernel(const Node& node);
+
+static const Kernel* cpu_kernel_for(const Node& node) { return cpu_find_kernel(node.op); }
 
 static const Backend kBackends[] = {
-    {"cpu", cpu_find_kernel, true},
+    {"cpu", cpu_kernel_for, true},
+    {"npu", npu_find_kernel, false},
 };
 
 const Backend* find_backend(const std::string& name) {

@@ -121,9 +121,14 @@ struct Node {
 // A backend is a name and a way to find the kernel for an op.
 struct Backend {
     const char* name;
-    const Kernel* (*find_kernel)(const std::string& op);
-    bool float_simulation;  // runs quantized graphs in float: dequantized constants, rounded activations
+    const Kernel* (*find_kernel)(const Node& node);
+    // true: quantized graphs run in float (dequantized constants, rounded activations);
+    // false: integer encodings are executed as integers (the npu).
+    bool float_simulation;
 };
+
+// The cpu kernel for an op (the npu runs fp16 nodes on them).
+const Kernel* cpu_find_kernel(const std::string& op);
 
 const Backend* find_backend(const std::string& name);
 

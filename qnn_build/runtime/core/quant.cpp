@@ -99,4 +99,25 @@ void fake_quantize(float* x, int64_t n, const Encoding& enc) {
     }
 }
 
+void quantize_to(const float* x, int64_t n, const Encoding& enc, void* out, qnnb_dtype dtype) {
+    const float scale = enc.scales[0];
+    const float offset = static_cast<float>(enc.offsets[0]);
+    const float qmax = std::ldexp(1.f, enc.bitwidth) - 1.f;
+    for (int64_t i = 0; i < n; ++i) {
+        float q = std::nearbyint(x[i] / scale) - offset;
+        q = q < 0.f ? 0.f : (q > qmax ? qmax : q);
+        if (dtype == QNNB_UINT8) static_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(q);
+        else static_cast<uint16_t*>(out)[i] = static_cast<uint16_t>(q);
+    }
+}
+
+void dequantize_to(const void* q, qnnb_dtype dtype, int64_t n, const Encoding& enc, float* out) {
+    const float scale = enc.scales[0];
+    const int32_t offset = enc.offsets[0];
+    for (int64_t i = 0; i < n; ++i) {
+        int32_t v = dtype == QNNB_UINT8 ? static_cast<const uint8_t*>(q)[i] : static_cast<const uint16_t*>(q)[i];
+        out[i] = scale * static_cast<float>(v + offset);
+    }
+}
+
 }  // namespace qnnb

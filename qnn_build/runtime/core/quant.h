@@ -18,4 +18,8 @@ bool dequantize_constant(const Tensor& t, std::vector<float>& out, std::string& 
 // x <- dequantize(quantize(x)) with a per-tensor encoding, (2) then (1); or x <- half(x), (9).
 void fake_quantize(float* x, int64_t n, const Encoding& enc);
 
+// Host-side conversions at an integer graph's boundary: float -> stored integers (2), and back (1).
+void quantize_to(const float* x, int64_t n, const Encoding& enc, void* out, qnnb_dtype dtype);
+void dequantize_to(const void* q, qnnb_dtype dtype, int64_t n, const Encoding& enc, float* out);
+
 }  // namespace qnnb

@@ -1,0 +1,84 @@
+// Integer Add, Sub, Mul with broadcasting: docs/npu.md (N4), (N5).
+#include "../core/broadcast.h"
+#include "../core/parallel.h"
+#include "npu.h"
+
+namespace qnnb {
+namespace npu {
+namespace {
+
+struct BinaryState {
+    BroadcastPlan plan;
+    int32_t zp_a = 0, zp_b = 0, zp_y = 0, qmax = 0;
+    int32_t left_shift = 0;
+    int32_t mult[3] = {0, 0, 0}, shift[3] = {0, 0, 0};  // a, b, y (Mul uses [0] only)
+};
+
+bool prepare_binary(Node& n, std::string& err) {
+    if (!check_int_operand(n.input(0), err) || !check_int_operand(n.input(1), err) || !check_int_output(n.output(0), err))
+        return false;
+    auto& s = n.make_state<BinaryState>();
+    if (!plan_broadcast({n.in[0], n.in[1]}, n.out[0]->shape, s.plan, err)) return false;
+    s.zp_a = zero_point(*n.in[0]);
+    s.zp_b = zero_point(*n.in[1]);
+    s.zp_y = zero_point(*n.out[0]);
+    s.qmax = qmax_of(*n.out[0]);
+    const size_t k = n.op == "Mul" ? 1 : 3;
+    if (!int_params(n, "npu_mult", k, s.mult, err) || !int_params(n, "npu_shift", k, s.shift, err)) return false;
+    if (n.op != "Mul") s.left_shift = static_cast<int32_t>(n.params.i("npu_left_shift", 20));
+    return true;
+}
+
+// One output row: y = combine(a - zp_a, b - zp_b), requantized. `Op` is 0 add, 1 sub, 2 mul.
+template <int Op, class TA, class TB, class TY>
+void binary_row(const BinaryState& s, const TA* a, int64_t sa, const TB* b, int64_t sb, TY* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t va = static_cast<int64_t>(a[i * sa]) - s.zp_a;
+        const int64_t vb = static_cast<int64_t>(b[i * sb]) - s.zp_b;
+        int64_t acc;
+        if (Op == 2) {
+            acc = requantize(va * vb, s.mult[0], s.shift[0]);                       // (N5), |va*vb| < 2^32
+        } else {
+            const int64_t ra = requantize(va << s.left_shift, s.mult[0], s.shift[0]);  // (N4)
+            const int64_t rb = requantize(vb << s.left_shift, s.mult[1], s.shift[1]);
+            acc = requantize(Op == 0 ? ra + rb : ra - rb, s.mult[2], s.shift[2]);
+        }
+        y[i] = static_cast<TY>(saturate(acc + s.zp_y, s.qmax));
+    }
+}
+
+template <int Op>
+void run_binary(Node& n, const ExecContext& ctx) {
+    const BinaryState& s = n.state_as<BinaryState>();
+    with_int_type(n.in[0]->dtype, [&](auto ta) {
+        with_int_type(n.in[1]->dtype, [&](auto tb) {
+            with_int_type(n.out[0]->dtype, [&](auto ty) {
+                using TA = decltype(ta);
+                using TB = decltype(tb);
+                using TY = decltype(ty);
+                const TA* a = n.in[0]->in<TA>();
+                const TB* b = n.in[1]->in<TB>();
+                TY* y = n.out[0]->out<TY>();
+                parallel_for(ctx, s.plan.outer, [&](int64_t row) {
+                    int64_t off[2];
+                    s.plan.offsets(row, off);
+                    binary_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1], s.plan.inner_stride[1],
+                                   y + row * s.plan.inner, s.plan.inner);
+                });
+            });
+        });
+    });
+}
+
+const Kernel kKernels[] = {
+    {"Add", prepare_binary, run_binary<0>},
+    {"Sub", prepare_binary, run_binary<1>},
+    {"Mul", prepare_binary, run_binary<2>},
+};
+
+}  // namespace
+
+extern const KernelTable kNpuElementwiseKernels = {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+
+}  // namespace npu
+}  // namespace qnnb

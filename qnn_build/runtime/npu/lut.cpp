@@ -1,0 +1,82 @@
+// Unary ops as lookup tables built at convert time: docs/npu.md (N6) exact for 8-bit inputs, (N7)
+// integer interpolation for 16-bit inputs.
+#include "../core/parallel.h"
+#include "npu.h"
+
+namespace qnnb {
+namespace npu {
+namespace {
+
+constexpr int kKnotStep = 64;                   // (N7): a knot every 64 input codes
+constexpr int kKnots = 65536 / kKnotStep + 1;   // 1025
+
+struct LutState {
+    std::vector<int32_t> table;  // 256 entries (8-bit input) or kKnots knots (16-bit input)
+    int32_t qmax = 0;
+};
+
+bool prepare_lut(Node& n, std::string& err) {
+    if (!check_int_operand(n.input(0), err) || !check_int_output(n.output(0), err)) return false;
+    Tensor* x = n.in[0];
+    if (x->dtype != QNNB_UINT8 && x->dtype != QNNB_UINT16) {
+        err = "input must be an 8- or 16-bit activation";
+        return false;
+    }
+    auto& s = n.make_state<LutState>();
+    const size_t size = x->dtype == QNNB_UINT8 ? 256 : kKnots;
+    std::vector<int64_t> t = n.params.ints("npu_lut");
+    if (t.size() != size) {
+        err = "lookup table missing or of the wrong size (convert the model for the npu again)";
+        return false;
+    }
+    s.table.assign(t.begin(), t.end());
+    s.qmax = qmax_of(*n.out[0]);
+    return true;
+}
+
+template <class TY>
+void run_lut8(const LutState& s, const uint8_t* x, TY* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<TY>(s.table[x[i]]);  // (N6): clamped at convert
+}
+
+template <class TY>
+void run_lut16(const LutState& s, const uint16_t* x, TY* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const int32_t k = x[i] >> 6, r = x[i] & 63;
+        const int64_t lo = s.table[k], hi = s.table[k + 1];
+        y[i] = static_cast<TY>(saturate(lo + (((hi - lo) * r + 32) >> 6), s.qmax));  // (N7)
+    }
+}
+
+constexpr int64_t kChunk = 16384;
+
+void run_lut(Node& n, const ExecContext& ctx) {
+    const LutState& s = n.state_as<LutState>();
+    const int64_t total = n.out[0]->numel();
+    with_int_type(n.out[0]->dtype, [&](auto ty) {
+        using TY = decltype(ty);
+        TY* y = n.out[0]->out<TY>();
+        parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
+            const int64_t begin = c * kChunk, len = std::min(kChunk, total - begin);
+            if (n.in[0]->dtype == QNNB_UINT8) run_lut8(s, n.in[0]->in<uint8_t>() + begin, y + begin, len);
+            else run_lut16(s, n.in[0]->in<uint16_t>() + begin, y + begin, len);
+        });
+    });
+}
+
+}  // namespace
+
+// Every unary op the converter tabulates runs on the same kernel.
+const Kernel kLutKernels[] = {
+    {"Relu", prepare_lut, run_lut},       {"LeakyRelu", prepare_lut, run_lut}, {"Elu", prepare_lut, run_lut},
+    {"Clip", prepare_lut, run_lut},       {"Sigmoid", prepare_lut, run_lut},   {"HardSigmoid", prepare_lut, run_lut},
+    {"HardSwish", prepare_lut, run_lut},  {"Tanh", prepare_lut, run_lut},      {"Erf", prepare_lut, run_lut},
+    {"Gelu", prepare_lut, run_lut},       {"Softplus", prepare_lut, run_lut},  {"Sqrt", prepare_lut, run_lut},
+    {"Exp", prepare_lut, run_lut},        {"Log", prepare_lut, run_lut},       {"Neg", prepare_lut, run_lut},
+    {"Abs", prepare_lut, run_lut},        {"Reciprocal", prepare_lut, run_lut},
+};
+
+extern const KernelTable kNpuLutKernels = {kLutKernels, sizeof(kLutKernels) / sizeof(kLutKernels[0])};
+
+}  // namespace npu
+}  // namespace qnnb
