@@ -124,20 +124,22 @@ class Model:
         self._check(self._rt.qnnb_graph_execute(self._graph, in_ptrs, out_ptrs), "execute")
         return {o.name: arr for o, arr in zip(self.outputs, outs)}
 
-    def tensors(self) -> dict[str, np.ndarray]:
-        """Every float32 activation after the last execute (a copy). Needs keep_tensors=True."""
+    def tensors(self, float_only: bool = True) -> dict[str, np.ndarray]:
+        """Every activation after the last execute, as stored (a copy). Needs keep_tensors=True.
+        float_only: just the float32 ones (what calibration reads)."""
         out = {}
         for i in range(self._rt.qnnb_graph_num_tensors(self._graph)):
             name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int32()
             dims, data = (ctypes.c_int64 * QNNB_MAX_RANK)(), ctypes.c_void_p()
             self._check(self._rt.qnnb_graph_tensor(self._graph, i, ctypes.byref(name), ctypes.byref(dtype),
                                                    ctypes.byref(rank), dims, ctypes.byref(data)), "tensor query")
-            if dtype.value != 1 or not data.value:
+            if not data.value or (float_only and dtype.value != 1) or dtype.value == 22:
                 continue
+            np_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(dtype.value))
             shape = tuple(dims[: rank.value])
-            n = int(np.prod(shape))
-            buf = (ctypes.c_float * n).from_address(data.value)
-            out[name.value.decode("utf-8")] = np.frombuffer(buf, np.float32, n).reshape(shape).copy()
+            nbytes = int(np.prod(shape)) * np_dtype.itemsize
+            raw = (ctypes.c_char * nbytes).from_address(data.value)
+            out[name.value.decode("utf-8")] = np.frombuffer(raw, np_dtype).reshape(shape).copy()
         return out
 
     def close(self) -> None:
