@@ -11,7 +11,9 @@ from ..errors import ConvertError
 from .fold import fold_to_fixed_point, static_shapes
 from .graph import Graph, Node, Tensor
 
-MIN_OPSET, MAX_OPSET = 7, 21
+# Opsets 7 up to what the installed onnx defines; an op whose newer version changed in a way a rule
+# does not know is refused by that rule.
+MIN_OPSET, MAX_OPSET = 7, onnx.defs.onnx_opset_version()
 
 
 def load_onnx(path) -> onnx.ModelProto:
