@@ -17,16 +17,41 @@ from .toolchain import build_model_lib
 
 
 class QnnbRep(base.BackendRep):
-    def __init__(self, model_lib: Path, tmp: tempfile.TemporaryDirectory, backend: str, threads: int):
-        self._tmp = tmp  # the library lives there; removed with this object
-        self.model = load(model_lib, backend=backend, threads=threads)
+    """A converted, compiled, loaded model. Integer and bool graph inputs (axes, shapes, indices)
+    are pinned to the values given at run, as `--input-value` does: the first run converts."""
+
+    def __init__(self, model: onnx.ModelProto, backend: str, threads: int, input_dims=None, input_values=None):
+        self._onnx = model
+        self._backend, self._threads = backend, threads
+        self._dims, self._values = input_dims, dict(input_values or {})
+        self._tmp = None  # the library lives there; removed with this object
+        self._pinned_from_data: dict | None = None
+        self.model = None
+        names = {i.name for i in model.graph.initializer}
+        self._graph_inputs = [i for i in model.graph.input if i.name not in names and i.name not in self._values]
+        self._data_inputs = [i.name for i in self._graph_inputs if not _is_integer(i)]
+        if len(self._data_inputs) == len(self._graph_inputs):
+            self._build({})
+
+    def _build(self, pinned: dict) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="qnnb-backend-")
+        d = Path(self._tmp.name)
+        src = d / "model.onnx"
+        onnx.save(self._onnx, str(src))
+        convert(src, d, input_dims=self._dims, input_values={**self._values, **pinned})
+        lib = build_model_lib(d / "model.cpp", d / "model.bin", d / "libmodel.so")
+        self.model = load(lib, backend=self._backend, threads=self._threads)
+        self._pinned_from_data = pinned
 
     def run(self, inputs, **kwargs):
         if isinstance(inputs, dict):
-            feeds = inputs
+            feeds = dict(inputs)
         else:
             inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-            feeds = {info.name: x for info, x in zip(self.model.inputs, inputs)}
+            feeds = {info.name: x for info, x in zip(self._graph_inputs, inputs)}
+        pinned = {n: np.asarray(feeds.pop(n)) for n in list(feeds) if n not in self._data_inputs}
+        if self.model is None or not _same_values(pinned, self._pinned_from_data):
+            self._build(pinned)
         outs = self.model.run(feeds)
         return base.namedtupledict("Outputs", list(outs))(*outs.values())
 
@@ -34,16 +59,9 @@ class QnnbRep(base.BackendRep):
 class QnnbBackend(base.Backend):
     @classmethod
     def prepare(cls, model, device="CPU", backend="cpu", threads=1, input_dims=None, input_values=None, **kwargs):
-        tmp = tempfile.TemporaryDirectory(prefix="qnnb-backend-")
-        d = Path(tmp.name)
-        if isinstance(model, onnx.ModelProto):
-            src = d / "model.onnx"
-            onnx.save(model, str(src))
-        else:
-            src = Path(model)
-        convert(src, d, input_dims=input_dims, input_values=input_values)
-        lib = build_model_lib(d / "model.cpp", d / "model.bin", d / "libmodel.so")
-        return QnnbRep(lib, tmp, backend, threads)
+        if not isinstance(model, onnx.ModelProto):
+            model = onnx.load(str(model))
+        return QnnbRep(model, backend, threads, input_dims, input_values)
 
     @classmethod
     def run_model(cls, model, inputs, device="CPU", **kwargs):
@@ -54,10 +72,20 @@ class QnnbBackend(base.Backend):
         return device == "CPU"
 
 
+def _is_integer(value_info) -> bool:
+    elem = value_info.type.tensor_type.elem_type
+    return elem not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
+                        onnx.TensorProto.BFLOAT16)
+
+
+def _same_values(a: dict, b: dict | None) -> bool:
+    return b is not None and a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 def run_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **kwargs) -> dict[str, np.ndarray]:
     """Convenience for tests: the outputs of `model` on our cpu backend."""
     rep = QnnbBackend.prepare(model, **kwargs)
-    return rep.model.run(feeds)
+    return dict(rep.run(feeds)._asdict())
 
 
 prepare = QnnbBackend.prepare

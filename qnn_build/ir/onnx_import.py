@@ -105,7 +105,9 @@ def _pin_values(model, input_values, source):
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
         arr = np.asarray(value, dtype=dtype)
         dims = [d.dim_value for d in tt.shape.dim] if tt.HasField("shape") else list(arr.shape)
-        if all(d > 0 for d in dims) and int(np.prod(dims)) == arr.size:
+        if arr.ndim == len(dims) and all(d in (0, a) for d, a in zip(dims, arr.shape)):
+            pass  # the value's own shape fits (dims of 0 are unknown)
+        elif all(d > 0 for d in dims) and int(np.prod(dims)) == arr.size:
             arr = arr.reshape(dims)
         elif arr.size != 1 or any(d not in (0, 1) for d in dims):
             raise ConvertError(f"{source}: --input-value {name}: {arr.size} value(s) given for an input of "

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..ir.graph import Node
 from .base import OpRule, optional_const, passthrough, require_dtype, same
 
 
@@ -14,14 +15,27 @@ def _with_params(*names_and_defaults):
 
 
 def _clip(node, graph):
-    require_dtype(node, graph, node.inputs[:1] + node.outputs)
+    require_dtype(node, graph, node.inputs + node.outputs)
     if graph.opset < 11:
         lo, hi = node.attrs.get("min", -np.inf), node.attrs.get("max", np.inf)
-    else:
-        lo_v, hi_v = optional_const(graph, node, 1), optional_const(graph, node, 2)
-        lo = -np.inf if lo_v is None else float(lo_v)
-        hi = np.inf if hi_v is None else float(hi_v)
-    return [same(node, inputs=node.inputs[:1], min=float(lo), max=float(hi))]
+        return [same(node, inputs=node.inputs[:1], min=float(lo), max=float(hi))]
+    bounds = [node.inputs[i] if i < len(node.inputs) else "" for i in (1, 2)]
+    if any(b and graph.const(b) is None for b in bounds):
+        return _clip_by_tensors(node, graph, bounds)
+    lo_v, hi_v = optional_const(graph, node, 1), optional_const(graph, node, 2)
+    lo = -np.inf if lo_v is None else float(lo_v)
+    hi = np.inf if hi_v is None else float(hi_v)
+    return [same(node, inputs=node.inputs[:1], min=lo, max=hi)]
+
+
+def _clip_by_tensors(node, graph, bounds):
+    """Bounds computed at run time: Clip(x, lo, hi) = Min(Max(x, lo), hi), as ONNX defines it."""
+    lo, hi = bounds
+    x, y = node.inputs[0], node.outputs[0]
+    if lo and hi:
+        mid = graph.add_activation(f"{y}/max", np.float32, graph.tensor(x).shape)
+        return [Node(f"{node.name}/max", "Max", [x, lo], [mid]), Node(node.name, "Min", [mid, hi], [y])]
+    return [Node(node.name, "Max" if lo else "Min", [x, lo or hi], [y])]
 
 
 def _gelu(node, graph):
