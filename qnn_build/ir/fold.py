@@ -15,8 +15,9 @@ from ..errors import ConvertError
 # Ops whose output is not a function of their inputs, and ops that must stay in the graph.
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                "Bernoulli", "If", "Loop", "Scan"}
-# A folded constant larger than this stays a computation (e.g. Expand of a scalar to a huge tensor).
-_MAX_FOLDED_BYTES = 64 << 20
+# A folded constant larger than this stays a computation. Generous: some exporters make real
+# weights with ConstantOfShape, and those must become constants.
+_MAX_FOLDED_BYTES = 1 << 30
 
 
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -69,7 +69,9 @@ def _check_opset(model, source) -> int:
 
 
 def _drop_initializer_inputs(model):
-    """Old exporters list weights among the graph inputs; they are constants, not inputs."""
+    """Old exporters list weights among the graph inputs; they are constants, not inputs. (IR 4
+    made that optional; shape inference of an older IR ignores initializers that are not inputs.)"""
+    model.ir_version = max(model.ir_version, 4)
     inits = {i.name for i in model.graph.initializer}
     keep = [i for i in model.graph.input if i.name not in inits]
     del model.graph.input[:]
@@ -146,6 +148,8 @@ def _to_graph(model, opset, source) -> Graph:
         attrs = {a.name: _attr_value(a) for a in n.attribute}
         nodes.append(Node(name, n.op_type, list(n.input), list(n.output), attrs))
     graph = Graph(tensors, nodes, [vi.name for vi in g.input], [vi.name for vi in g.output], opset, source)
+    _drop_unread_outputs(graph)
+    tensors = graph.tensors  # prune made a new dict
     producer = graph.producers()
     for name in _value_names(graph):
         if name in tensors:
@@ -171,6 +175,14 @@ def _attr_value(attr):
     if isinstance(value, list) and value and isinstance(value[0], bytes):
         return [v.decode("utf-8") for v in value]
     return value
+
+
+def _drop_unread_outputs(graph: Graph) -> None:
+    """Optional outputs nobody reads (Dropout's mask, ...) become absent before shapes are checked."""
+    graph.prune()
+    read = {i for n in graph.nodes for i in n.inputs if i} | set(graph.outputs)
+    for n in graph.nodes:
+        n.outputs = [o if (o in read or k == 0) else "" for k, o in enumerate(n.outputs)]
 
 
 def _value_names(graph):
