@@ -20,6 +20,7 @@ struct qnnb_graph {
     std::vector<void*> buffers;  // activation memory, freed with the graph
     std::vector<std::vector<float>> dequantized;  // float copies of quantized constants (float backends)
     std::vector<void*> input_copies;              // per input: its rounded copy when it is encoded
+    std::vector<qnnb_dtype> output_dtypes;        // outputs' dtypes as the caller sees them
     bool keep_tensors = false;
     qnnb::ExecContext ctx;
     bool finalized = false;
@@ -242,6 +243,7 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
     if (!g) return QNNB_ERR_INVALID_ARGUMENT;
     if (g->finalized) return g->fail(QNNB_ERR_STATE, "graph already finalized");
     if (g->outputs.empty()) return g->fail(QNNB_ERR_STATE, "graph has no outputs (set_io not called)");
+    for (Tensor* t : g->outputs) g->output_dtypes.push_back(t->dtype);  // before storage changes
     qnnb_status s = g->backend->float_simulation ? dequantize_constants(g) : prepare_integer_storage(g);
     if (s != QNNB_OK) return s;
     for (Tensor* t : g->inputs) {
@@ -297,9 +299,13 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     }
     for (size_t i = 0; i < g->outputs.size(); ++i) {
         const Tensor* t = g->outputs[i];
-        if (stores_integers(t))  // the host dequantizes the output on exit, (1)
+        if (stores_integers(t)) {  // the host dequantizes the output on exit, (1)
             qnnb::dequantize_to(t->read_ptr(), t->dtype, t->numel(), t->encoding, static_cast<float*>(outputs[i]));
-        else
+        } else if (t->dtype == QNNB_FLOAT32 && g->output_dtypes[i] == QNNB_FLOAT16) {  // a dequantized half constant
+            const float* src = t->in<float>();
+            _Float16* dst = static_cast<_Float16*>(outputs[i]);
+            for (int64_t k = 0; k < t->numel(); ++k) dst[k] = static_cast<_Float16>(src[k]);
+        } else
             std::memcpy(outputs[i], t->read_ptr(), t->nbytes());
     }
     for (size_t i = 0; i < g->inputs.size(); ++i)
