@@ -1,109 +1,18 @@
 """Integer parameters for the npu kernels, computed at convert time and stored as node parameters
-(`npu_*`), so every host runs the same integers. One function per op family; docs/npu.md."""
+(`npu_*`), so every host runs the same integers. One module per op family, listed here; semantics
+in docs/npu.md."""
 
-import math
+from ..ir.graph import Graph
+from . import elementwise, lut
+from .common import is_integer_node
 
-import numpy as np
+FAMILIES = [elementwise, lut]
 
-from ..ir.graph import Graph, Node
-from .fixedpoint import quantize_multiplier
-
-KNOT_STEP = 64
-KNOTS = 65536 // KNOT_STEP + 1
-
-
-def _enc(graph: Graph, name: str):
-    return graph.tensor(name).encoding
-
-
-def _scale(graph, name) -> float:
-    return float(_enc(graph, name).scales[0])
-
-
-def _zp(graph, name) -> int:
-    return -int(_enc(graph, name).offsets[0])
-
-
-def is_integer_node(node: Node, graph: Graph) -> bool:
-    out = graph.tensor(node.outputs[0])
-    return out.encoding is not None and not out.encoding.is_float
-
-
-def _mults(*reals):
-    pairs = [quantize_multiplier(r) for r in reals]
-    return {"npu_mult": [p[0] for p in pairs], "npu_shift": [p[1] for p in pairs]}
-
-
-def add_sub(node: Node, graph: Graph) -> dict:
-    """(N4)."""
-    a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
-    sa, sb, sy = _scale(graph, a), _scale(graph, b), _scale(graph, y)
-    bits = max(_enc(graph, n).bitwidth for n in (a, b, y))
-    left = 20 if bits <= 8 else 30
-    twice_max = 2.0 * max(sa, sb)
-    return {"npu_left_shift": left, **_mults(sa / twice_max, sb / twice_max, twice_max / ((1 << left) * sy))}
-
-
-def mul(node: Node, graph: Graph) -> dict:
-    """(N5)."""
-    a, b, y = node.inputs[0], node.inputs[1], node.outputs[0]
-    return _mults(_scale(graph, a) * _scale(graph, b) / _scale(graph, y))
-
-
-def _erf(x):
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-def _unary_fn(node: Node):
-    """The float64 function of a tabulated unary op, with its attributes."""
-    p = node.attrs
-    with np.errstate(all="ignore"):
-        table = {
-            "Relu": lambda x: np.maximum(x, 0.0),
-            "LeakyRelu": lambda x: np.where(x < 0, float(p.get("alpha", 0.01)) * x, x),
-            "Elu": lambda x: np.where(x < 0, float(p.get("alpha", 1.0)) * (np.exp(x) - 1.0), x),
-            "Clip": lambda x: np.clip(x, float(p.get("min", -np.inf)), float(p.get("max", np.inf))),
-            "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-            "HardSigmoid": lambda x: np.clip(float(p.get("alpha", 0.2)) * x + float(p.get("beta", 0.5)), 0.0, 1.0),
-            "HardSwish": lambda x: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0),
-            "Tanh": np.tanh,
-            "Erf": _erf,
-            "Gelu": (lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3))))
-            if p.get("approximate", "none") == "tanh" else (lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))),
-            "Softplus": lambda x: np.logaddexp(0.0, x),
-            "Sqrt": lambda x: np.sqrt(np.maximum(x, 0.0)),
-            "Exp": np.exp,
-            "Log": lambda x: np.log(np.maximum(x, 1e-30)),
-            "Neg": lambda x: -x,
-            "Abs": np.abs,
-            "Reciprocal": lambda x: 1.0 / np.where(x == 0, 1e-30, x),
-        }
-    return table[node.op_type]
-
-
-def lut(node: Node, graph: Graph) -> dict:
-    """(N6) for 8-bit inputs, the knots of (N7) for 16-bit inputs."""
-    x, y = node.inputs[0], node.outputs[0]
-    ex, ey = _enc(graph, x), _enc(graph, y)
-    f = _unary_fn(node)
-    sx, zx, sy, zy = _scale(graph, x), _zp(graph, x), _scale(graph, y), _zp(graph, y)
-    qmax = (1 << ey.bitwidth) - 1
-    with np.errstate(all="ignore"):
-        if ex.bitwidth <= 8:
-            q = np.arange(256, dtype=np.float64)
-            t = np.clip(np.round(f(sx * (q - zx)) / sy) + zy, 0, qmax)
-        else:
-            q = np.arange(KNOTS, dtype=np.float64) * KNOT_STEP
-            t = np.round(f(sx * (q - zx)) / sy) + zy
-            t = np.clip(np.nan_to_num(t, nan=0.0, posinf=2.0 ** 30, neginf=-2.0 ** 30), -2.0 ** 30, 2.0 ** 30)
-    return {"npu_lut": [int(v) for v in t]}
-
-
-RULES = {
-    "Add": add_sub, "Sub": add_sub, "Mul": mul,
-    **{op: lut for op in ("Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-                          "Erf", "Gelu", "Softplus", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal")},
-}
+RULES = {}
+for _family in FAMILIES:
+    for _op, _rule in _family.RULES.items():
+        assert _op not in RULES, f"two npu rules for {_op}"
+        RULES[_op] = _rule
 
 
 def add_npu_params(graph: Graph) -> None:
