@@ -29,7 +29,8 @@ class QnnbRep(base.BackendRep):
         self.model = None
         names = {i.name for i in model.graph.initializer}
         self._graph_inputs = [i for i in model.graph.input if i.name not in names and i.name not in self._values]
-        self._data_inputs = [i.name for i in self._graph_inputs if not _is_integer(i)]
+        params = _parameter_inputs(model)
+        self._data_inputs = [i.name for i in self._graph_inputs if not _is_integer(i) and i.name not in params]
         if len(self._data_inputs) == len(self._graph_inputs):
             self._build({})
 
@@ -70,6 +71,19 @@ class QnnbBackend(base.Backend):
     @classmethod
     def supports_device(cls, device: str) -> bool:
         return device == "CPU"
+
+
+# Float inputs that qnn-build needs at convert time (scales, pads), by op and input index.
+_PARAMETER_POSITIONS = {"Resize": (1, 2, 3), "Upsample": (1,), "Pad": (1, 2, 3)}
+
+
+def _parameter_inputs(model: onnx.ModelProto) -> set[str]:
+    names = set()
+    for node in model.graph.node:
+        for k in _PARAMETER_POSITIONS.get(node.op_type, ()):
+            if k < len(node.input) and node.input[k]:
+                names.add(node.input[k])
+    return names
 
 
 def _is_integer(value_info) -> bool:
