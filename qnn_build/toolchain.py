@@ -115,14 +115,24 @@ def build_runtime(out_dir=None, flags=None, jobs=None) -> Path:
     with ThreadPoolExecutor(jobs or os.cpu_count() or 2) as pool:
         objects = list(pool.map(compile_one, sources))
     target_dir.mkdir(parents=True, exist_ok=True)
-    ob_lib = ob_dir / f"lib{ob_name}.so"
-    shutil.copy2(ob_lib, target_dir / ob_lib.name)
+    _install_copy(ob_dir / f"lib{ob_name}.so", target_dir)
     tmp_lib = target_dir / f".{RUNTIME_LIB}.{os.getpid()}.tmp"
     _run([cxx(), "-shared", *flags, *map(str, objects), f"-L{target_dir}", f"-l{ob_name}",
           "-Wl,-rpath,$ORIGIN", "-Wl,--no-undefined", "-o", str(tmp_lib)], "linking the runtime")
     os.replace(tmp_lib, lib)
     stamp.write_text(key + "\n")
     return lib
+
+
+def _install_copy(src: Path, target_dir: Path) -> None:
+    """Copy a shared library beside ours without ever rewriting a file another process may have
+    mapped: a temporary copy renamed into place, and nothing at all when it is already there."""
+    dst = target_dir / src.name
+    if dst.is_file() and dst.stat().st_size == src.stat().st_size and dst.read_bytes() == src.read_bytes():
+        return
+    tmp = target_dir / f".{src.name}.{os.getpid()}.tmp"
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
 
 
 def build_model_lib(cpp, bin_path, out, flags=None) -> Path:

@@ -1,6 +1,522 @@
-// conv family kernels (being written).
-#include "../core/graph.h"
+// Conv: float32, 1D/2D/3D, groups, dilations, explicit pads, optional bias. prepare picks a path:
+//  - depthwise (1D/2D, one input channel per group): per output row, all kernel taps summed in
+//    one vectorised pass over unit-stride rows of the padded, stride-split input (see Phases);
+//  - pointwise (1x1, stride 1, no pads): sgemm straight on the input;
+//  - shifted (1D/2D, enough channels per group): each kernel tap is one sgemm over the padded,
+//    stride-split input shifted by that tap, accumulated into "wide" output rows (phase width)
+//    whose valid columns are then copied out: no im2col at all;
+//  - im2col (everything else): columns for a bounded block of output positions, one sgemm each.
+// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "../core/gemm.h"
+#include "../core/parallel.h"
 
 namespace qnnb {
-extern const KernelTable kCpuConvKernels = {nullptr, 0};
+namespace {
+
+struct ConvGeometry {
+    int64_t batch = 0, in_ch = 0, out_ch = 0, group = 1;
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0};
+    int spatial = 0;
+
+    int64_t in_plane() const { return in[0] * in[1] * in[2]; }
+    int64_t out_plane() const { return out[0] * out[1] * out[2]; }
+    int64_t taps() const { return k[0] * k[1] * k[2]; }
+    int64_t in_per_group() const { return in_ch / group; }
+    int64_t out_per_group() const { return out_ch / group; }
+};
+
+bool read_geometry(const Node& n, ConvGeometry& g, std::string& err) {
+    const Tensor* x = n.in[0];
+    const Tensor* w = n.in[1];
+    const Tensor* y = n.out[0];
+    const int rank = x->rank();
+    if (rank < 3 || rank > 5 || w->rank() != rank || y->rank() != rank) {
+        err = "expected input, weight and output of rank 3-5 (1D-3D conv)";
+        return false;
+    }
+    const int r = rank - 2;
+    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
+    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
+    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r ||
+        (int)pads.size() != 2 * r) {
+        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
+        return false;
+    }
+    g.spatial = r;
+    g.batch = x->dim(0);
+    g.in_ch = x->dim(1);
+    g.out_ch = y->dim(1);
+    g.group = n.params.i("group", 1);
+    for (int i = 0; i < r; ++i) {
+        const int d = 3 - r + i;
+        g.in[d] = x->dim(2 + i);
+        g.out[d] = y->dim(2 + i);
+        g.k[d] = kernel[i];
+        g.stride[d] = strides[i];
+        g.dil[d] = dilations[i];
+        g.pad_lo[d] = pads[i];
+        g.pad_hi[d] = pads[r + i];
+        if (w->dim(2 + i) != kernel[i] || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[r + i] < 0) {
+            err = "bad kernel_shape/strides/dilations/pads";
+            return false;
+        }
+    }
+    return true;
+}
+
+// Output positions o in [lo, hi) (clamped to [0, out)) whose input index o * s + off is in [0, n).
+void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t& lo, int64_t& hi) {
+    lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    hi = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
+    lo = std::min(lo, out);
+    hi = std::max(lo, std::min(hi, out));
+}
+
+// d[i] = s[i * SW]: a constant stride lets the compiler vectorise the gather (SW = 0: any stride).
+template <int SW>
+void gather(float* d, const float* s, int64_t n, int64_t sw) {
+    const int64_t step = SW ? SW : sw;
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i * step];
+}
+
+// d[i] = s[i * sw], the common strides vectorised.
+void strided_copy(float* d, const float* s, int64_t n, int64_t sw) {
+    if (sw == 1)
+        std::memcpy(d, s, sizeof(float) * n);
+    else if (sw == 2)
+        gather<2>(d, s, n, sw);
+    else
+        gather<0>(d, s, n, sw);
+}
+
+// ---- the padded, stride-split input (1D/2D) ----------------------------------------------------
+
+// The input zero-padded and split into stride phases: phase (a, b) holds padded rows a, a + sh, ...
+// and padded columns b, b + sw, ..., a qh x qw image per channel. Kernel tap (u = kh * dh,
+// v = kw * dw) of output (oh, ow) then reads phase (u % sh, v % sw) at row oh + u / sh, column
+// ow + v / sw: unit stride and always in bounds. The shifted path keeps a whole batch item as
+// [phase][channel][qh][qw]; the depthwise path one channel per worker as [phase][qh][qw].
+struct Phases {
+    int64_t sh = 1, sw = 1, qh = 0, qw = 0;
+    bool identity = true;                 // stride 1, no pads: the input is its own single phase
+    std::vector<char> used;               // phases some tap reads: only those are filled
+    std::vector<int64_t> col_lo, col_hi;  // per phase column b: the phase columns holding input
+
+    int64_t plane() const { return qh * qw; }
+};
+
+void prepare_phases(const ConvGeometry& g, Phases& p) {
+    p.sh = g.stride[1];
+    p.sw = g.stride[2];
+    const int64_t hp = g.in[1] + g.pad_lo[1] + g.pad_hi[1], wp = g.in[2] + g.pad_lo[2] + g.pad_hi[2];
+    p.qh = (hp + p.sh - 1) / p.sh;
+    p.qw = (wp + p.sw - 1) / p.sw;
+    p.identity = p.sh == 1 && p.sw == 1 && hp == g.in[1] && wp == g.in[2];
+    p.used.assign(p.sh * p.sw, 0);
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) p.used[((kh * g.dil[1]) % p.sh) * p.sw + (kw * g.dil[2]) % p.sw] = 1;
+    p.col_lo.resize(p.sw);
+    p.col_hi.resize(p.sw);
+    for (int64_t b = 0; b < p.sw; ++b) valid_range(b - g.pad_lo[2], p.sw, g.in[2], p.qw, p.col_lo[b], p.col_hi[b]);
+}
+
+// Offset of kernel tap (kh, kw) from the start of a channel's phase-(0, 0) image, phases being
+// `phase_stride` apart.
+int64_t tap_offset(const ConvGeometry& g, const Phases& p, int64_t kh, int64_t kw, int64_t phase_stride) {
+    const int64_t u = kh * g.dil[1], v = kw * g.dil[2];
+    return ((u % p.sh) * p.sw + v % p.sw) * phase_stride + (u / p.sh) * p.qw + v / p.sw;
+}
+
+// The used phases of one input channel `xc`, phases `phase_stride` apart from `dst0`.
+void fill_channel(const ConvGeometry& g, const Phases& p, const float* xc, float* dst0, int64_t phase_stride) {
+    const int64_t ih_n = g.in[1], iw_n = g.in[2];
+    for (int64_t a = 0; a < p.sh; ++a)
+        for (int64_t b = 0; b < p.sw; ++b) {
+            if (!p.used[a * p.sw + b]) continue;
+            float* dst = dst0 + (a * p.sw + b) * phase_stride;
+            const int64_t lo = p.col_lo[b], hi = p.col_hi[b];
+            for (int64_t i = 0; i < p.qh; ++i, dst += p.qw) {
+                const int64_t ih = i * p.sh + a - g.pad_lo[1];
+                if (ih < 0 || ih >= ih_n || lo >= hi) {
+                    std::fill(dst, dst + p.qw, 0.f);
+                    continue;
+                }
+                const float* src = xc + ih * iw_n + lo * p.sw + b - g.pad_lo[2];
+                std::fill(dst, dst + lo, 0.f);
+                strided_copy(dst + lo, src, hi - lo, p.sw);
+                std::fill(dst + hi, dst + p.qw, 0.f);
+            }
+        }
+}
+
+enum class ConvPath { Depthwise, Pointwise, Shifted, Im2col };
+
+constexpr int64_t kIm2colBudget = 1 << 18;   // floats of im2col columns per block (1 MB)
+constexpr int64_t kPointwiseBlock = 4096;    // bias is added while the block is hot in cache
+constexpr int64_t kShiftedMinChannels = 16;  // below this each tap's sgemm is too thin
+
+// A run of output columns [a, e) of one output row inside an im2col block: d0/h0 are the input
+// depth/row of that output row's window origin, col the block column where the run starts.
+struct Segment {
+    int64_t d0, h0, a, e, col;
+};
+
+struct ConvState {
+    ConvGeometry g;
+    ConvPath path = ConvPath::Im2col;
+    Phases phases;                   // depthwise and shifted
+    std::vector<float> phase_data;   // shifted: one batch item's phases, [phase][channel]
+    std::vector<int64_t> taps;       // depthwise and shifted: tap_offset of each (kh, kw)
+    int64_t block = 0;               // output positions per sgemm block
+    std::vector<float> scratch;      // im2col columns, or the wide output rows (shifted, depthwise)
+    std::vector<Segment> segments;   // im2col: the current block's row runs
+    std::vector<int64_t> w_lo, w_hi; // im2col: per kernel column kw, the valid output columns
+    std::vector<float> packed;       // shifted: weights as [group][tap][out channel][in channel]
+    bool packed_once = false;        // constant weights are packed at prepare
+};
+
+// ---- shifted path ------------------------------------------------------------------------------
+
+void pack_taps(const ConvGeometry& g, const float* w, float* packed) {
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
+    for (int64_t grp = 0; grp < g.group; ++grp)
+        for (int64_t t = 0; t < taps; ++t)
+            for (int64_t m = 0; m < mg; ++m) {
+                const float* src = w + ((grp * mg + m) * cg) * taps + t;
+                float* dst = packed + ((grp * taps + t) * mg + m) * cg;
+                for (int64_t c = 0; c < cg; ++c) dst[c] = src[c * taps];
+            }
+}
+
+// Wide output positions per block: the accumulated block stays in L1 when it can.
+int64_t shifted_block(int64_t out_per_group) {
+    const int64_t l1_cols = (12288 / out_per_group) / 16 * 16;
+    return l1_cols >= 128 ? std::min<int64_t>(l1_cols, 1024) : 512;
+}
+
+void run_shifted(Node& n, const ExecContext& ctx) {
+    ConvState& s = n.state_as<ConvState>();
+    const ConvGeometry& g = s.g;
+    const float* x = n.in[0]->in<float>();
+    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
+    float* y = n.out[0]->out<float>();
+    if (!s.packed_once) pack_taps(g, n.in[1]->in<float>(), s.packed.data());
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
+    const int64_t oh = g.out[1], ow = g.out[2], qw = s.phases.qw, plane = s.phases.plane();
+    const int64_t positions = (oh - 1) * qw + ow;  // the last wide row needs no tail
+    float* wide = s.scratch.data();
+    for (int64_t b = 0; b < g.batch; ++b) {
+        const float* xb = x + b * g.in_ch * g.in_plane();
+        if (!s.phases.identity) {
+            float* data = s.phase_data.data();
+            parallel_for(ctx, g.in_ch, [&](int64_t c) {
+                fill_channel(g, s.phases, xb + c * g.in_plane(), data + c * plane, g.in_ch * plane);
+            });
+            xb = data;
+        }
+        for (int64_t grp = 0; grp < g.group; ++grp) {
+            float* yg = y + (b * g.out_ch + grp * mg) * oh * ow;
+            for (int64_t p0 = 0; p0 < positions; p0 += s.block) {
+                const int64_t cols = std::min(s.block, positions - p0);
+                for (int64_t t = 0; t < taps; ++t)
+                    sgemm(false, false, mg, cols, cg, 1.f, s.packed.data() + (grp * taps + t) * mg * cg, cg,
+                          xb + grp * cg * plane + s.taps[t] + p0, plane, t == 0 ? 0.f : 1.f, wide, cols);
+                // Copy the valid columns of each wide row in the block, adding the bias.
+                parallel_for(ctx, mg, [&](int64_t m) {
+                    const float add = bias ? bias[grp * mg + m] : 0.f;
+                    for (int64_t row = p0 / qw; row * qw < p0 + cols; ++row) {
+                        const int64_t a = std::max(p0, row * qw), e = std::min(p0 + cols, row * qw + ow);
+                        const float* src = wide + m * cols + (a - p0);
+                        float* dst = yg + m * oh * ow + row * ow + (a - row * qw);
+                        for (int64_t i = 0; i < e - a; ++i) dst[i] = src[i] + add;
+                    }
+                });
+            }
+        }
+    }
+}
+
+// ---- im2col and pointwise paths ----------------------------------------------------------------
+
+void block_segments(const ConvGeometry& g, int64_t j0, int64_t j1, std::vector<Segment>& segs) {
+    segs.clear();
+    const int64_t oh_n = g.out[1], ow_n = g.out[2];
+    for (int64_t j = j0; j < j1;) {
+        const int64_t row = j / ow_n, a = j - row * ow_n, e = std::min(ow_n, a + (j1 - j));
+        segs.push_back({(row / oh_n) * g.stride[0] - g.pad_lo[0], (row % oh_n) * g.stride[1] - g.pad_lo[1], a, e,
+                        j - j0});
+        j += e - a;
+    }
+}
+
+// The block's im2col rows (kd, kh, kw) of one input channel, `ld` apart.
+void im2col_channel(const ConvState& s, const float* xc, float* col, int64_t ld) {
+    const ConvGeometry& g = s.g;
+    const int64_t sw = g.stride[2];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+            for (int64_t kw = 0; kw < g.k[2]; ++kw, col += ld) {
+                const int64_t off = kw * g.dil[2] - g.pad_lo[2];
+                for (const Segment& seg : s.segments) {
+                    float* d = col + seg.col;  // d[o - a] for output column o in [a, e)
+                    const int64_t a = seg.a, e = seg.e;
+                    const int64_t id = seg.d0 + kd * g.dil[0], ih = seg.h0 + kh * g.dil[1];
+                    const int64_t lo = std::min(std::max(a, s.w_lo[kw]), e), hi = std::max(lo, std::min(e, s.w_hi[kw]));
+                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || lo == hi) {
+                        std::fill(d, d + (e - a), 0.f);
+                        continue;
+                    }
+                    const float* src = xc + (id * g.in[1] + ih) * g.in[2] + lo * sw + off;
+                    std::fill(d, d + (lo - a), 0.f);
+                    strided_copy(d + (lo - a), src, hi - lo, sw);
+                    std::fill(d + (hi - a), d + (e - a), 0.f);
+                }
+            }
+}
+
+void add_bias(const ExecContext& ctx, float* y, int64_t ld, int64_t rows, int64_t cols, const float* bias) {
+    parallel_for(ctx, rows, [&](int64_t m) {
+        const float b = bias[m];
+        float* row = y + m * ld;
+        for (int64_t j = 0; j < cols; ++j) row[j] += b;
+    });
+}
+
+void run_gemm(Node& n, const ExecContext& ctx) {
+    ConvState& s = n.state_as<ConvState>();
+    const ConvGeometry& g = s.g;
+    const float* x = n.in[0]->in<float>();
+    const float* w = n.in[1]->in<float>();
+    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
+    float* y = n.out[0]->out<float>();
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), kg = cg * g.taps();
+    const int64_t positions = g.out_plane(), in_plane = g.in_plane();
+    const bool pointwise = s.path == ConvPath::Pointwise;
+    for (int64_t b = 0; b < g.batch; ++b)
+        for (int64_t grp = 0; grp < g.group; ++grp) {
+            const float* xg = x + (b * g.in_ch + grp * cg) * in_plane;
+            const float* wg = w + grp * mg * kg;
+            float* yg = y + (b * g.out_ch + grp * mg) * positions;
+            for (int64_t j0 = 0; j0 < positions; j0 += s.block) {
+                const int64_t cols = std::min(s.block, positions - j0);
+                const float* cols_matrix = xg + j0;
+                int64_t ld = positions;
+                if (!pointwise) {
+                    float* col = s.scratch.data();
+                    block_segments(g, j0, j0 + cols, s.segments);
+                    parallel_for(ctx, cg, [&](int64_t c) {
+                        im2col_channel(s, xg + c * in_plane, col + c * g.taps() * cols, cols);
+                    });
+                    cols_matrix = col;
+                    ld = cols;
+                }
+                sgemm(false, false, mg, cols, kg, 1.f, wg, kg, cols_matrix, ld, 0.f, yg + j0, positions);
+                if (bias) add_bias(ctx, yg + j0, positions, mg, cols, bias + grp * mg);
+            }
+        }
+}
+
+// ---- depthwise path ----------------------------------------------------------------------------
+
+// y[o] = bias + sum over taps t of w[t] * src[t][o], o in [0, n). TAPS fixed: the taps unroll and
+// the columns vectorise; a ragged end recomputes the last full vector instead of a scalar tail.
+template <int TAPS>
+void depthwise_row(const float* const* src_in, const float* w_in, float bias, int64_t n, float* __restrict y) {
+    constexpr int64_t kLanes = 16;
+    const float* src[TAPS];
+    float w[TAPS];
+    for (int t = 0; t < TAPS; ++t) {
+        src[t] = src_in[t];
+        w[t] = w_in[t];
+    }
+    auto columns = [&](int64_t a, int64_t e) {
+#pragma GCC ivdep
+        for (int64_t o = a; o < e; ++o) {
+            float acc = bias;
+            for (int t = 0; t < TAPS; ++t) acc += w[t] * src[t][o];
+            y[o] = acc;
+        }
+    };
+    if (n < kLanes) {
+        columns(0, n);
+        return;
+    }
+    const int64_t body = n / kLanes * kLanes;
+    columns(0, body);
+    if (body < n) columns(n - kLanes, n);
+}
+
+// Any number of taps: the same sums, one tap at a time.
+void depthwise_row_any(const float* const* src, const float* w, int64_t taps, float bias, int64_t n, float* y) {
+    std::fill(y, y + n, bias);
+    for (int64_t t = 0; t < taps; ++t) {
+        const float* s = src[t];
+        const float wt = w[t];
+        for (int64_t o = 0; o < n; ++o) y[o] += wt * s[o];
+    }
+}
+
+// Each output plane is computed as one run over "wide" rows of phase width (whose columns past the
+// output width are dropped when copying out), so short rows cost no per-row overhead. Workers take
+// whole input channels, padding and splitting each into their own small phase buffer.
+void run_depthwise(Node& n, const ExecContext& ctx) {
+    ConvState& s = n.state_as<ConvState>();
+    const ConvGeometry& g = s.g;
+    const float* x = n.in[0]->in<float>();
+    const float* w = n.in[1]->in<float>();
+    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
+    float* y = n.out[0]->out<float>();
+    const Phases& p = s.phases;
+    const int64_t taps = g.taps(), oh_n = g.out[1], ow_n = g.out[2], multiplier = g.out_per_group();
+    const int64_t wide_n = (oh_n - 1) * p.qw + ow_n, phases_n = p.identity ? 0 : p.sh * p.sw * p.plane();
+    const int64_t channels = g.batch * g.in_ch;
+    const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(ctx.threads, channels));
+    const int64_t per_worker = (channels + workers - 1) / workers;
+    if ((int64_t)s.scratch.size() < workers * (wide_n + phases_n)) s.scratch.resize(workers * (wide_n + phases_n));
+    parallel_for(ctx, workers, [&](int64_t worker) {
+        float* wide = s.scratch.data() + worker * (wide_n + phases_n);
+        float* phases = wide + wide_n;
+        const float* src_small[64];
+        std::vector<const float*> src_large(taps > 64 ? taps : 0);
+        const float** src = taps > 64 ? src_large.data() : src_small;
+        for (int64_t bc = worker * per_worker; bc < std::min(channels, (worker + 1) * per_worker); ++bc) {
+            const float* xc = x + bc * g.in_plane();
+            if (!p.identity) {
+                fill_channel(g, p, xc, phases, p.plane());
+                xc = phases;
+            }
+            for (int64_t t = 0; t < taps; ++t) src[t] = xc + s.taps[t];
+            for (int64_t j = 0; j < multiplier; ++j) {
+                const int64_t m = (bc % g.in_ch) * multiplier + j;
+                const float* wm = w + m * taps;
+                const float bm = bias ? bias[m] : 0.f;
+                switch (taps) {
+                    case 3: depthwise_row<3>(src, wm, bm, wide_n, wide); break;
+                    case 5: depthwise_row<5>(src, wm, bm, wide_n, wide); break;
+                    case 9: depthwise_row<9>(src, wm, bm, wide_n, wide); break;
+                    case 25: depthwise_row<25>(src, wm, bm, wide_n, wide); break;
+                    default: depthwise_row_any(src, wm, taps, bm, wide_n, wide); break;
+                }
+                float* ym = y + ((bc / g.in_ch) * g.out_ch + m) * oh_n * ow_n;
+                for (int64_t oh = 0; oh < oh_n; ++oh) std::memcpy(ym + oh * ow_n, wide + oh * p.qw, sizeof(float) * ow_n);
+            }
+        }
+    });
+}
+
+// ---- prepare -----------------------------------------------------------------------------------
+
+ConvPath choose_path(const ConvGeometry& g) {
+    const bool planar = g.spatial <= 2;
+    bool unit_stride = true, no_pad = true;
+    for (int d = 0; d < 3; ++d) {
+        unit_stride = unit_stride && g.stride[d] == 1;
+        no_pad = no_pad && g.pad_lo[d] == 0 && g.pad_hi[d] == 0;
+    }
+    if (planar && g.in_per_group() == 1 && g.group == g.in_ch) return ConvPath::Depthwise;
+    if (g.taps() == 1 && unit_stride && no_pad) return ConvPath::Pointwise;
+    // Wide rows waste (phase width - output width) columns: fine unless the image is very narrow.
+    const int64_t phase_w = (g.in[2] + g.pad_lo[2] + g.pad_hi[2] + g.stride[2] - 1) / g.stride[2];
+    if (planar && g.in_per_group() >= kShiftedMinChannels && (g.out[1] == 1 || 4 * phase_w <= 5 * g.out[2]))
+        return ConvPath::Shifted;
+    return ConvPath::Im2col;
+}
+
+bool check_shapes(const Node& n, const ConvGeometry& g, std::string& err) {
+    if (g.group < 1 || g.in_ch % g.group || g.out_ch % g.group || n.in[1]->dim(0) != g.out_ch ||
+        n.in[1]->dim(1) != g.in_per_group()) {
+        err = "channels do not fit the weight shape and group";
+        return false;
+    }
+    if (n.input(2) && n.in[2]->numel() != g.out_ch) {
+        err = "bias size != output channels";
+        return false;
+    }
+    for (int d = 0; d < 3; ++d) {
+        const int64_t extent = (g.k[d] - 1) * g.dil[d] + 1;
+        if (g.out[d] != (g.in[d] + g.pad_lo[d] + g.pad_hi[d] - extent) / g.stride[d] + 1) {
+            err = "output shape does not match kernel/strides/pads/dilations";
+            return false;
+        }
+    }
+    return true;
+}
+
+bool prepare_conv(Node& n, std::string& err) {
+    for (const Tensor* t : {n.in[0], n.in[1], n.input(2), n.out[0]}) {
+        if (t && t->dtype != QNNB_FLOAT32) {
+            err = "tensor '" + t->name + "' has dtype " + dtype_name(t->dtype) + "; expected float32";
+            return false;
+        }
+    }
+    ConvState& s = n.make_state<ConvState>();
+    ConvGeometry& g = s.g;
+    if (!read_geometry(n, g, err) || !check_shapes(n, g, err)) return false;
+    s.path = choose_path(g);
+    const int64_t positions = g.out_plane();
+    if (s.path == ConvPath::Depthwise || s.path == ConvPath::Shifted) {
+        prepare_phases(g, s.phases);
+        const Phases& p = s.phases;
+        // Shifted: phases of all channels, [phase][channel]; depthwise: one channel's phases.
+        const int64_t phase_stride = s.path == ConvPath::Shifted ? g.in_ch * p.plane() : p.plane();
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) s.taps.push_back(tap_offset(g, p, kh, kw, phase_stride));
+        if (s.path == ConvPath::Shifted && !p.identity) s.phase_data.resize(p.sh * p.sw * phase_stride);
+        // Depthwise: one worker's wide output rows and channel phases; run() adds more for more threads.
+        if (s.path == ConvPath::Depthwise)
+            s.scratch.resize((g.out[1] - 1) * p.qw + g.out[2] + (p.identity ? 0 : p.sh * p.sw * p.plane()));
+    }
+    if (s.path == ConvPath::Shifted) {
+        s.block = std::min((g.out[1] - 1) * s.phases.qw + g.out[2], shifted_block(g.out_per_group()));
+        s.scratch.resize(g.out_per_group() * s.block);
+        s.packed.resize(g.out_ch * g.in_per_group() * g.taps());
+        if (n.in[1]->is_const()) {
+            pack_taps(g, n.in[1]->in<float>(), s.packed.data());
+            s.packed_once = true;
+        }
+    } else if (s.path == ConvPath::Pointwise) {
+        s.block = std::min(positions, kPointwiseBlock);
+    } else if (s.path == ConvPath::Im2col) {
+        const int64_t rows = g.in_per_group() * g.taps();
+        s.block = std::min(positions, std::max<int64_t>(64, kIm2colBudget / rows));
+        s.scratch.resize(rows * s.block);
+        s.segments.reserve(s.block / g.out[2] + 2);
+        s.w_lo.resize(g.k[2]);
+        s.w_hi.resize(g.k[2]);
+        for (int64_t kw = 0; kw < g.k[2]; ++kw)
+            valid_range(kw * g.dil[2] - g.pad_lo[2], g.stride[2], g.in[2], g.out[2], s.w_lo[kw], s.w_hi[kw]);
+    }
+    return true;
+}
+
+void run_conv(Node& n, const ExecContext& ctx) {
+    switch (n.state_as<ConvState>().path) {
+        case ConvPath::Depthwise: run_depthwise(n, ctx); break;
+        case ConvPath::Shifted: run_shifted(n, ctx); break;
+        default: run_gemm(n, ctx); break;
+    }
+}
+
+}  // namespace
+
+// ConvTranspose lives in conv_transpose.cpp.
+bool conv_transpose_prepare(Node& n, std::string& err);
+void conv_transpose_run(Node& n, const ExecContext& ctx);
+
+namespace {
+
+const Kernel kKernels[] = {
+    {"Conv", prepare_conv, run_conv},
+    {"ConvTranspose", conv_transpose_prepare, conv_transpose_run},
+};
+
+}  // namespace
+
+extern const KernelTable kCpuConvKernels = {kKernels, sizeof(kKernels) / sizeof(kKernels[0])};
+
 }  // namespace qnnb

@@ -1,0 +1,230 @@
+// ConvTranspose: float32, 1D/2D/3D, groups, strides, dilations, explicit pads, optional bias. The
+// rule resolved output_shape/output_padding/auto_pad into pads and the output shape, so the kernel
+// only scatters: for a block of input positions, one sgemm gives every (output channel, kernel
+// tap) contribution (W^T x), and col2im adds each into the output position it lands on. Each
+// output channel is accumulated by one thread, in a fixed order.
+// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D. Its kernel entry is in
+// conv.cpp's table.
+#include <algorithm>
+#include <vector>
+
+#include "../core/gemm.h"
+#include "../core/parallel.h"
+
+namespace qnnb {
+namespace {
+
+constexpr int64_t kColumnBudget = 1 << 18;  // floats of sgemm output per block (1 MB)
+
+struct TransposeGeometry {
+    int64_t batch = 0, in_ch = 0, out_ch = 0, group = 1;
+    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0};
+
+    int64_t in_plane() const { return in[0] * in[1] * in[2]; }
+    int64_t out_plane() const { return out[0] * out[1] * out[2]; }
+    int64_t taps() const { return k[0] * k[1] * k[2]; }
+};
+
+// A run of input columns [a, e) of input row (d, h) in a block, starting at block column `col`.
+struct Segment {
+    int64_t d, h, a, e, col;
+};
+
+// With a column stride sw > 1, contributions are accumulated into the output split by column
+// phase, [channel][od][oh][phase][qw] with output column ow = j * sw + phase, so that each tap adds
+// a unit-stride run; the phases are interleaved into the output at the end.
+struct TransposeState {
+    TransposeGeometry g;
+    int64_t block = 0;                // input positions per sgemm block
+    std::vector<float> columns;       // sgemm output: [out channel][tap][block position]
+    std::vector<Segment> segments;    // the current block's input row runs
+    std::vector<int64_t> w_lo, w_hi;  // per kernel column kw: input columns landing inside the output
+    std::vector<int64_t> w_dst;       // per kw: where input column 0 lands (in its phase row when sw > 1)
+    int64_t qw = 0;                   // phase row length (sw > 1)
+    std::vector<float> phased;        // one group's output split by column phase (sw > 1)
+};
+
+// Input positions i in [lo, hi) (clamped to [0, in)) whose output index i * s + off is in [0, n).
+void valid_range(int64_t off, int64_t s, int64_t n, int64_t in, int64_t& lo, int64_t& hi) {
+    lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    hi = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
+    lo = std::min(lo, in);
+    hi = std::max(lo, std::min(hi, in));
+}
+
+bool read_geometry(const Node& n, TransposeGeometry& g, std::string& err) {
+    const Tensor* x = n.in[0];
+    const Tensor* w = n.in[1];
+    const Tensor* y = n.out[0];
+    const int rank = x->rank();
+    if (rank < 3 || rank > 5 || w->rank() != rank || y->rank() != rank) {
+        err = "expected input, weight and output of rank 3-5 (1D-3D ConvTranspose)";
+        return false;
+    }
+    const int r = rank - 2;
+    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
+    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
+    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r ||
+        (int)pads.size() != 2 * r) {
+        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
+        return false;
+    }
+    g.batch = x->dim(0);
+    g.in_ch = x->dim(1);
+    g.out_ch = y->dim(1);
+    g.group = n.params.i("group", 1);
+    for (int i = 0; i < r; ++i) {
+        const int d = 3 - r + i;
+        g.in[d] = x->dim(2 + i);
+        g.out[d] = y->dim(2 + i);
+        g.k[d] = kernel[i];
+        g.stride[d] = strides[i];
+        g.dil[d] = dilations[i];
+        g.pad_lo[d] = pads[i];
+        if (w->dim(2 + i) != kernel[i] || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[r + i] < 0) {
+            err = "bad kernel_shape/strides/dilations/pads";
+            return false;
+        }
+    }
+    if (g.group < 1 || g.in_ch % g.group || g.out_ch % g.group || w->dim(0) != g.in_ch ||
+        w->dim(1) != g.out_ch / g.group) {
+        err = "channels do not fit the weight shape and group";
+        return false;
+    }
+    return true;
+}
+
+void block_segments(const TransposeGeometry& g, int64_t j0, int64_t j1, std::vector<Segment>& segs) {
+    segs.clear();
+    const int64_t ih_n = g.in[1], iw_n = g.in[2];
+    for (int64_t j = j0; j < j1;) {
+        const int64_t row = j / iw_n, a = j - row * iw_n, e = std::min(iw_n, a + (j1 - j));
+        segs.push_back({row / ih_n, row % ih_n, a, e, j - j0});
+        j += e - a;
+    }
+}
+
+// Adds the block's contributions of one output channel (rows [tap][position] of `cols`) into its
+// output volume `y` (its phase-split volume when sw > 1).
+void col2im_channel(const TransposeState& s, const float* cols, int64_t ld, float* y) {
+    const TransposeGeometry& g = s.g;
+    const int64_t sw = g.stride[2];
+    const int64_t row_len = sw > 1 ? sw * s.qw : g.out[2];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+            for (int64_t kw = 0; kw < g.k[2]; ++kw, cols += ld) {
+                for (const Segment& seg : s.segments) {
+                    const int64_t od = seg.d * g.stride[0] - g.pad_lo[0] + kd * g.dil[0];
+                    const int64_t oh = seg.h * g.stride[1] - g.pad_lo[1] + kh * g.dil[1];
+                    const int64_t lo = std::max(seg.a, s.w_lo[kw]), hi = std::min(seg.e, s.w_hi[kw]);
+                    if (od < 0 || od >= g.out[0] || oh < 0 || oh >= g.out[1] || lo >= hi) continue;
+                    const float* src = cols + seg.col + (lo - seg.a);
+                    float* dst = y + ((od * g.out[1] + oh) * row_len + (s.w_dst[kw] + lo));
+                    for (int64_t i = 0; i < hi - lo; ++i) dst[i] += src[i];
+                }
+            }
+}
+
+// One output channel's rows from its phase-split rows: y[j * sw + b] = phased[b][j].
+void interleave_channel(const TransposeState& s, const float* phased, float* y) {
+    const int64_t sw = s.g.stride[2], ow_n = s.g.out[2], qw = s.qw;
+    for (int64_t r = 0; r < s.g.out[0] * s.g.out[1]; ++r, phased += sw * qw, y += ow_n) {
+        if (sw == 2) {
+            const float* p0 = phased;
+            const float* p1 = phased + qw;
+            const int64_t pairs = ow_n / 2;
+            for (int64_t j = 0; j < pairs; ++j) {
+                y[2 * j] = p0[j];
+                y[2 * j + 1] = p1[j];
+            }
+            if (ow_n % 2) y[ow_n - 1] = p0[pairs];
+        } else {
+            for (int64_t b = 0; b < sw; ++b)
+                for (int64_t j = 0; j * sw + b < ow_n; ++j) y[j * sw + b] = phased[b * qw + j];
+        }
+    }
+}
+
+void run_conv_transpose(Node& n, const ExecContext& ctx) {
+    TransposeState& s = n.state_as<TransposeState>();
+    const TransposeGeometry& g = s.g;
+    const float* x = n.in[0]->in<float>();
+    const float* w = n.in[1]->in<float>();
+    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
+    float* y = n.out[0]->out<float>();
+    const int64_t cg = g.in_ch / g.group, mg = g.out_ch / g.group, taps = g.taps();
+    const int64_t in_plane = g.in_plane(), out_plane = g.out_plane();
+    const bool phased = g.stride[2] > 1;
+    const int64_t target_plane = phased ? g.out[0] * g.out[1] * g.stride[2] * s.qw : out_plane;
+    for (int64_t b = 0; b < g.batch; ++b)
+        for (int64_t grp = 0; grp < g.group; ++grp) {
+            const float* xg = x + (b * g.in_ch + grp * cg) * in_plane;
+            const float* wg = w + grp * cg * mg * taps;
+            float* yg = y + (b * g.out_ch + grp * mg) * out_plane;
+            float* target = phased ? s.phased.data() : yg;
+            parallel_for(ctx, mg, [&](int64_t m) {
+                float* t = target + m * target_plane;
+                std::fill(t, t + target_plane, bias ? bias[grp * mg + m] : 0.f);
+            });
+            for (int64_t j0 = 0; j0 < in_plane; j0 += s.block) {
+                const int64_t cols = std::min(s.block, in_plane - j0);
+                // columns[(m, tap)][j] = sum over c of W[c][m][tap] * x[c][j]
+                sgemm(true, false, mg * taps, cols, cg, 1.f, wg, mg * taps, xg + j0, in_plane, 0.f, s.columns.data(),
+                      cols);
+                block_segments(g, j0, j0 + cols, s.segments);
+                parallel_for(ctx, mg, [&](int64_t m) {
+                    col2im_channel(s, s.columns.data() + m * taps * cols, cols, target + m * target_plane);
+                });
+            }
+            if (phased)
+                parallel_for(ctx, mg, [&](int64_t m) {
+                    interleave_channel(s, target + m * target_plane, yg + m * out_plane);
+                });
+        }
+}
+
+bool prepare_conv_transpose(Node& n, std::string& err) {
+    for (const Tensor* t : {n.in[0], n.in[1], n.input(2), n.out[0]}) {
+        if (t && t->dtype != QNNB_FLOAT32) {
+            err = "tensor '" + t->name + "' has dtype " + dtype_name(t->dtype) + "; expected float32";
+            return false;
+        }
+    }
+    TransposeState& s = n.make_state<TransposeState>();
+    TransposeGeometry& g = s.g;
+    if (!read_geometry(n, g, err)) return false;
+    if (n.input(2) && n.in[2]->numel() != g.out_ch) {
+        err = "bias size != output channels";
+        return false;
+    }
+    const int64_t rows = (g.out_ch / g.group) * g.taps();
+    s.block = std::min(g.in_plane(), std::max<int64_t>(64, kColumnBudget / rows));
+    s.columns.resize(rows * s.block);
+    s.segments.reserve(s.block / g.in[2] + 2);
+    const int64_t sw = g.stride[2];
+    s.w_lo.resize(g.k[2]);
+    s.w_hi.resize(g.k[2]);
+    s.w_dst.resize(g.k[2]);
+    for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t off = kw * g.dil[2] - g.pad_lo[2];  // output column of input column 0
+        valid_range(off, sw, g.out[2], g.in[2], s.w_lo[kw], s.w_hi[kw]);
+        if (sw == 1) {
+            s.w_dst[kw] = off;
+        } else {
+            s.qw = (g.out[2] + sw - 1) / sw;
+            const int64_t phase = ((off % sw) + sw) % sw;
+            s.w_dst[kw] = phase * s.qw + (off - phase) / sw;  // phase row, then j = i + floor(off / sw)
+        }
+    }
+    if (sw > 1) s.phased.resize((g.out_ch / g.group) * g.out[0] * g.out[1] * sw * s.qw);
+    return true;
+}
+
+}  // namespace
+
+// Listed in conv.cpp's table (kCpuConvKernels).
+bool conv_transpose_prepare(Node& n, std::string& err) { return prepare_conv_transpose(n, err); }
+void conv_transpose_run(Node& n, const ExecContext& ctx) { run_conv_transpose(n, ctx); }
+
+}  // namespace qnnb
