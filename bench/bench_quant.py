@@ -1,0 +1,579 @@
+"""Post-training quantization accuracy: ours (w8a8, w8a16, w4a16) against onnxruntime's and NNCF's.
+
+    python bench/bench_quant.py [--calib 100] [--test 200] [--models digits_cnn,transformer_block]
+                                [--model PATH [--input-dim NAME DIMS] [--calibration NPZ] [--test-data NPZ]]...
+                                [--tools ours,ort,nncf] [--markdown FILE]
+
+One run. For every shipped model (models/<name>/model.onnx with its calibration.npz and test.npz,
+dynamic dims pinned to 1, or as a models/*.yaml spec pins them) and every extra `--model`, every
+tool gets the SAME float model (dims pinned), the SAME first --calib calibration samples and is
+measured on the SAME first --test test samples:
+
+- ours: convert(precision=...) with a few settings, compiled and run on our cpu backend (the
+  quantized float simulation: every rounding and clamp of the integer model);
+- onnxruntime: quant_pre_process + quantize_static (QDQ, per-channel, activations QUInt8 or
+  QUInt16, weights QInt8 or QInt4; MinMax and Percentile calibration), and MatMulNBitsQuantizer
+  (4-bit weight-only, block 32, symmetric) where the model has MatMul with constant weights;
+- NNCF: nncf.quantize on the ONNX model (default preset) and nncf.compress_weights INT4_SYM
+  (group 32, weight-only) where it applies. The peers' models run on onnxruntime (its default graph
+  optimizations, which fuse QDQ into integer kernels; one thread).
+
+Metrics per output against the float model run by onnxruntime: SQNR in dB,
+10*log10(sum ref^2 / sum err^2) over all test samples; for classifier outputs ([1, C] logits) the
+top-1 agreement with the float model (and accuracy against the labels when test data has them);
+and the wall time of each tool's quantization, calibration included (ours: convert, which
+calibrates, plus compiling the model library; the runtime library is built before any timing).
+Each setting of ours calibrates anew (no statistics reused), as a user's single convert would.
+"quantized acts" counts the activation tensors a row quantizes (ours: entries of
+model.encodings.json; peers: tensors a QuantizeLinear takes): peers leave some ops float (listed
+under each table), so a peer's SQNR can come from quantizing less. "ours w16a16" is a diagnostic:
+it tells how much of w8a16's error is the 8-bit weights'.
+A tool that fails on a model is reported as "failed: <reason>" and the run goes on.
+
+The summary answers, per model: is our best w8a8 SQNR >= onnxruntime MinMax's, and >= the best
+w8a8 peer's? w8a16 - w8a8 in dB (target >= 15), and w4a16 vs w8a16 (target: within 3 dB on
+transformer_block). A model's SQNR is its worst output's.
+
+Peers are benchmark-only dependencies: pip install nncf openvino onnx_ir.
+"""
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import quant_peers as peers  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_A16_GAIN_DB = 15.0
+TARGET_W4_GAP_DB = 3.0
+
+
+# --- what runs ---------------------------------------------------------------------------------------
+
+@dataclass
+class Setting:
+    label: str
+    tool: str          # ours | ort | nncf
+    kind: str          # fp32 | w8a8 | w8a16 | w16a16 | w4a16 | w4 (weight-only, float activations)
+    params: dict = field(default_factory=dict)
+
+
+def ours_settings(block_size: int) -> list[Setting]:
+    b = f"b{block_size}"
+    rows = [
+        ("ours fp32 (sanity)", "fp32", {}),
+        ("ours w8a8 minmax", "w8a8", {}),
+        ("ours w8a8 percentile", "w8a8", {"act_range": "percentile"}),
+        ("ours w8a8 mse", "w8a8", {"act_range": "mse", "weight_range": "mse"}),
+        ("ours w8a8 mse+cle", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True}),
+        ("ours w8a8 mse+cle+biascorr", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True,
+                                                "bias_correction": True}),
+        ("ours w8a16 minmax", "w8a16", {}),
+        ("ours w16a16 minmax (diagnostic)", "w16a16", {}),
+        (f"ours w4a16 {b} minmax", "w4a16", {"block_size": block_size}),
+        (f"ours w4a16 {b} mse-weights", "w4a16", {"block_size": block_size, "weight_range": "mse"}),
+    ]
+    return [Setting(label, "ours", kind, params=p) for label, kind, p in rows]
+
+
+def peer_settings(block_size: int) -> list[Setting]:
+    return [
+        Setting("ort w8a8 MinMax", "ort", "w8a8", params={"method": "minmax", "act_bits": 8, "weight_bits": 8}),
+        Setting("ort w8a8 Percentile", "ort", "w8a8", params={"method": "percentile", "act_bits": 8, "weight_bits": 8}),
+        Setting("ort w8a16 MinMax", "ort", "w8a16", params={"method": "minmax", "act_bits": 16, "weight_bits": 8}),
+        Setting("ort w4a16 MinMax (QInt4 per-ch)", "ort", "w4a16",
+                params={"method": "minmax", "act_bits": 16, "weight_bits": 4}),
+        Setting(f"ort MatMulNBits w4 b{block_size} (fp act)", "ort-nbits", "w4", params={"block_size": block_size}),
+        Setting("nncf w8a8 (default preset)", "nncf", "w8a8"),
+        Setting(f"nncf int4_sym g{block_size} (fp act)", "nncf-int4", "w4", params={"group_size": block_size}),
+    ]
+
+
+# --- models and data ---------------------------------------------------------------------------------
+
+@dataclass
+class Bench:
+    name: str
+    path: Path
+    dims: dict = field(default_factory=dict)
+    calibration: Path | None = None
+    test: Path | None = None
+
+
+def shipped_models() -> list[Bench]:
+    """models/<name>/model.onnx with its npz files; pins from a models/*.yaml spec naming it, if any."""
+    specs = {}
+    try:
+        import yaml
+        for spec_path in sorted((ROOT / "models").glob("*.yaml")):
+            spec = yaml.safe_load(spec_path.read_text()) or {}
+            if "source" in spec:
+                specs[(spec_path.parent / spec["source"]).resolve()] = (spec_path.parent, spec)
+    except ImportError:
+        pass
+    out = []
+    for d in sorted(p for p in (ROOT / "models").iterdir() if (p / "model.onnx").is_file()):
+        path = (d / "model.onnx").resolve()
+        base, spec = specs.get(path, (d, {}))
+        pins = {k: (v["shape"] if isinstance(v, dict) else v) for k, v in (spec.get("inputs") or {}).items()}
+        test = spec.get("test") or {}
+        calib = base / spec["calibration"] if isinstance(spec.get("calibration"), str) else d / "calibration.npz"
+        test = base / test["data"] if isinstance(test, dict) and isinstance(test.get("data"), str) else d / "test.npz"
+        out.append(Bench(d.name, path, pins, calib, test))
+    return out
+
+
+def pinned_model(bench: Bench, out_path: Path) -> tuple[Path, dict[str, list[int]]]:
+    """A copy of the model with every input dim static: --input-dim pins, other symbolic dims -> 1."""
+    model = onnx.load(str(bench.path))
+    inits = {i.name for i in model.graph.initializer}
+    dims = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        shape = vi.type.tensor_type.shape
+        want = bench.dims.get(vi.name) or [d.dim_value if d.dim_value > 0 else 1 for d in shape.dim]
+        del shape.dim[:]
+        for v in want:
+            shape.dim.add().dim_value = int(v)
+        dims[vi.name] = [int(v) for v in want]
+    del model.graph.value_info[:]  # inferred again from the pinned inputs by whoever needs them
+    onnx.save(model, str(out_path))
+    return out_path, dims
+
+
+def load_samples(npz: Path | None, dims: dict, dtypes: dict, count: int, seed: int) -> tuple[list[dict], np.ndarray | None]:
+    """`count` feeds dicts from an npz ([N, *input shape] per input), or seeded random normal inputs."""
+    if npz is None:
+        rng = np.random.default_rng(seed)
+        return [{k: rng.standard_normal(v).astype(dtypes[k]) for k, v in dims.items()} for _ in range(count)], None
+    z = np.load(npz, allow_pickle=False)
+    arrays = {}
+    for k, shape in dims.items():
+        if k not in z.files:
+            raise ValueError(f"{npz}: no array for input '{k}' (arrays: {', '.join(z.files)})")
+        arrays[k] = z[k].reshape(-1, *shape).astype(dtypes[k])
+    n = min(count, *(len(a) for a in arrays.values()))
+    labels = z["labels"][:n] if "labels" in z.files else None
+    return [{k: a[i] for k, a in arrays.items()} for i in range(n)], labels
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+def sqnr_db(ref: np.ndarray, out: np.ndarray) -> float:
+    ref = ref.astype(np.float64)
+    err = float(np.sum((out.astype(np.float64) - ref) ** 2))
+    sig = float(np.sum(ref ** 2))
+    if err == 0:
+        return float("inf")
+    return 10 * np.log10(max(sig, 1e-300) / err)
+
+
+def is_classifier(shape) -> bool:
+    return len(shape) == 2 and shape[0] == 1 and shape[1] >= 2
+
+
+@dataclass
+class Result:
+    label: str
+    tool: str
+    kind: str
+    sqnr: list[float] | None = None
+    top1: list[float | None] | None = None
+    acc: float | None = None
+    seconds: float | None = None
+    error: str | None = None
+    note: str = ""
+    n_quantized: int | None = None            # activation tensors given an encoding / a QuantizeLinear
+    left_float: list[str] = field(default_factory=list)  # op types whose outputs stay float (peers)
+
+    @property
+    def score(self) -> float | None:
+        """The model's SQNR for this setting: its worst output's."""
+        return min(self.sqnr) if self.sqnr else None
+
+
+def measure(setting, outs, ref, labels, seconds, note="", n_quantized=None, left_float=()) -> Result:
+    sq, t1 = [], []
+    acc = None
+    for o, r in zip(outs, ref):
+        o = o.reshape(r.shape)
+        sq.append(sqnr_db(r, o))
+        if is_classifier(r.shape[1:]):
+            t1.append(float(np.mean(np.argmax(o[:, 0], -1) == np.argmax(r[:, 0], -1))))
+            if labels is not None and acc is None:
+                acc = float(np.mean(np.argmax(o[:, 0], -1) == labels[: len(o)]))
+        else:
+            t1.append(None)
+    return Result(setting.label, setting.tool, setting.kind, sq, t1, acc, seconds, note=note,
+                  n_quantized=n_quantized, left_float=list(left_float))
+
+
+def short_reason(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    text = lines[0] if lines else type(e).__name__
+    if not lines and e.__traceback__ is not None:  # a bare assert: where it fired
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        text += f" in {Path(frame.filename).name}:{frame.lineno} ({frame.line})"
+    if type(e).__name__ not in text and not isinstance(e, peers.PeerUnavailable):
+        text = f"{type(e).__name__}: {text}"
+    return text[:160]
+
+
+# --- running each tool ------------------------------------------------------------------------------
+
+def run_ours(setting, float_path, dims, calib_npz, test, workdir, block_size, percentile):
+    """(outputs over the test samples, seconds, note, quantized activations, op types left float)."""
+    from qnn_build.convert import convert
+    from qnn_build.errors import QnnBuildError
+    from qnn_build.quant import QuantOptions
+    from qnn_build.runtime.binding import Model, runtime_library
+    from qnn_build.toolchain import build_model_lib
+
+    runtime_library(None)  # built (or rebuilt after a failure) outside the timing
+    p = {"percentile": percentile, **setting.params}
+    cle = p.pop("cle", False)
+    out = Path(tempfile.mkdtemp(prefix="ours-", dir=workdir))
+    note = ""
+    kw = {} if setting.kind == "fp32" else {"calibration": calib_npz}
+    t0 = time.perf_counter()
+    try:
+        convert(float_path, out, input_dims=dims, precision=setting.kind, options=QuantOptions(**p), cle=cle, **kw)
+    except QnnBuildError as e:
+        if "block size" not in str(e) or not p.get("block_size"):
+            raise
+        # Block-wise needs the block to divide every input dimension it applies to: per-channel instead.
+        m = re.search(r"input dimension (\d+) of weight '([^']+)'", str(e))
+        note = (f"per-channel: block {block_size} does not divide K={m.group(1)} of {m.group(2)}" if m
+                else f"per-channel: {str(e)[:80]}")
+        p.pop("block_size")
+        t0 = time.perf_counter()
+        convert(float_path, out, input_dims=dims, precision=setting.kind, options=QuantOptions(**p), cle=cle, **kw)
+    lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
+    seconds = time.perf_counter() - t0
+    model = Model(lib, threads=1)
+    try:
+        names = [o.name for o in model.outputs]
+        runs = [model.run(feeds) for feeds in test]
+    finally:
+        model.close()
+    enc = out / "model.encodings.json"
+    n_q = len(json.loads(enc.read_text())["activation_encodings"]) if enc.is_file() else 0
+    return [np.stack([r[n] for r in runs]) for n in names], seconds, note, n_q, []
+
+
+def run_peer(setting, float_path, calib, test, workdir, percentile):
+    """(outputs over the test samples, seconds, note, quantized activations, op types left float)."""
+    dst = Path(tempfile.mkdtemp(prefix=f"{setting.tool}-", dir=workdir)) / "model.onnx"
+    t0 = time.perf_counter()
+    if setting.tool == "ort":
+        peers.ort_static(float_path, dst, calib, percentile=percentile, **setting.params)
+    elif setting.tool == "ort-nbits":
+        peers.ort_matmul_nbits(float_path, dst, **setting.params)
+    elif setting.tool == "nncf":
+        peers.nncf_ptq(float_path, dst, calib)
+    elif setting.tool == "nncf-int4":
+        peers.nncf_int4(float_path, dst, **setting.params)
+    else:
+        raise ValueError(setting.tool)
+    seconds = time.perf_counter() - t0
+    weight_only = setting.kind == "w4"  # activations float by design: no list of float ops
+    return (peers.run_onnx(dst, test), seconds, "", peers.quantized_activations(dst),
+            [] if weight_only else peers.float_ops(dst))
+
+
+def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
+    with tempfile.TemporaryDirectory(prefix=f"qnnb-bench-quant-{bench.name}-") as tmp:
+        tmp = Path(tmp)
+        info = {"name": bench.name}
+        try:
+            float_path, dims = pinned_model(bench, tmp / "float.onnx")
+            model = onnx.load(str(float_path), load_external_data=False)
+            from onnx import helper
+            dtypes = {vi.name: helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+                      for vi in model.graph.input if vi.name in dims}
+            calib, _ = load_samples(bench.calibration, dims, dtypes, args.calib, seed=0)
+            test, labels = load_samples(bench.test, dims, dtypes, args.test, seed=1)
+            np.savez(tmp / "calibration.npz", **{k: np.stack([s[k] for s in calib]) for k in dims})
+            ref = peers.run_onnx(float_path, test)
+        except Exception as e:  # noqa: BLE001 - the model itself cannot be prepared: say so, go on
+            info["error"] = short_reason(e)
+            return [], info
+        out_names = [o.name for o in model.graph.output]
+        info.update(outputs=out_names, dims=dims, n_calib=len(calib), n_test=len(test),
+                    n_float_acts=peers.float_activations(float_path),
+                    random_data=bench.calibration is None or bench.test is None,
+                    classifier=[is_classifier(r.shape[1:]) for r in ref])
+        if labels is not None and info["classifier"][0]:
+            info["float_acc"] = float(np.mean(np.argmax(ref[0][:, 0], -1) == labels))
+        results = []
+        for s in settings:
+            try:
+                if s.tool == "ours":
+                    outs, sec, note, n_q, left = run_ours(s, float_path, dims, tmp / "calibration.npz", test, tmp,
+                                                          args.block_size, args.percentile)
+                else:
+                    outs, sec, note, n_q, left = run_peer(s, float_path, calib, test, tmp, args.percentile)
+                r = measure(s, outs, ref, labels, sec, note, n_q, left)
+            except peers.PeerUnavailable as e:
+                r = Result(s.label, s.tool, s.kind, error=str(e))
+            except Exception as e:  # noqa: BLE001 - reported in the table, the run continues
+                if args.verbose:
+                    traceback.print_exc()
+                r = Result(s.label, s.tool, s.kind, error=f"failed: {short_reason(e)}")
+            results.append(r)
+            if args.live:
+                print_row(r, info)
+        return results, info
+
+
+# --- reporting ------------------------------------------------------------------------------------------
+
+def fmt_db(v) -> str:
+    return "inf" if v == float("inf") else f"{v:.2f}"
+
+
+def table_rows(results: list[Result], info: dict) -> tuple[list[str], list[list[str]]]:
+    header = ["tool / setting"] + [f"{o} SQNR dB" for o in info["outputs"]]
+    header += [f"{o} top-1" for o, c in zip(info["outputs"], info["classifier"]) if c]
+    has_acc = "float_acc" in info
+    if has_acc:
+        header.append("accuracy")
+    header += ["quantized acts", "time s"]
+    rows = []
+    for r in results:
+        if r.error:
+            rows.append([r.label, r.error] + [""] * (len(header) - 2))
+            continue
+        row = [r.label + (" *" if r.note else "")] + [fmt_db(v) for v in r.sqnr]
+        row += [f"{v * 100:.1f} %" for v, c in zip(r.top1, info["classifier"]) if c]
+        if has_acc:
+            row.append(f"{r.acc * 100:.1f} %" if r.acc is not None else "")
+        row.append("" if r.n_quantized is None else str(r.n_quantized))
+        row.append(f"{r.seconds:.2f}")
+        rows.append(row)
+    return header, rows
+
+
+def _failed(row) -> bool:
+    return row[-1] == ""  # a measured row always has its time
+
+
+def render_text(header, rows) -> str:
+    ok = [r for r in rows if not _failed(r)]
+    widths = [max([len(header[i])] + [len(r[i]) for r in ok]) for i in range(len(header))]
+    widths[0] = max([widths[0]] + [len(r[0]) for r in rows])
+    lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(header))]
+    for r in rows:
+        if _failed(r):  # the reason spans the metric columns
+            lines.append(r[0].ljust(widths[0]) + "  " + r[1])
+        else:
+            lines.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
+    return "\n".join(lines)
+
+
+def render_md(header, rows) -> str:
+    esc = [[c.replace("|", "\\|") for c in r] for r in rows]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in esc]
+    return "\n".join(lines)
+
+
+def model_heading(info) -> str:
+    if "error" in info:
+        return f"{info['name']}: cannot prepare the model: {info['error']}"
+    dims = ", ".join(f"{k} {v}" for k, v in info["dims"].items())
+    text = (f"{info['name']} ({dims}; {info['n_calib']} calibration, {info['n_test']} test samples; "
+            f"{info['n_float_acts']} float activations")
+    if info.get("random_data"):
+        text += ", random normal inputs"
+    if "float_acc" in info:
+        text += f"; float accuracy {info['float_acc'] * 100:.1f} %"
+    return text + ")"
+
+
+def left_float_lines(results) -> list[str]:
+    return [f"{r.label}: {', '.join(r.left_float)}" for r in results if r.left_float]
+
+
+def note_lines(results) -> list[str]:
+    return [f"{r.label}: {r.note}" for r in results if r.note and not r.error]
+
+
+def print_row(r, info):
+    _, rows = table_rows([r], info)
+    row = rows[0]
+    print(row[0].ljust(44) + "  " + ("  ".join(c.rjust(9) for c in row[1:]) if not _failed(row) else row[1]),
+          flush=True)
+
+
+def best(results, pred) -> Result | None:
+    ok = [r for r in results if pred(r) and r.score is not None]
+    return max(ok, key=lambda r: r.score) if ok else None
+
+
+def summary_rows(all_results) -> tuple[list[str], list[list[str]]]:
+    header = ["model", "ours best w8a8", "ort w8a8 MinMax", ">= ort MinMax", "best w8a8 peer", ">= best peer",
+              "ours w8a16", "w8a16 - w8a8 (>= 15)", "ours best w4a16", "w4a16 - w8a16 (within 3)",
+              "best w8a16 peer", "best w4 peer"]
+    rows = []
+
+    def cell(r, acts=False):
+        if r is None:
+            return "n/a"
+        label = r.label.replace("ours ", "").replace("w8a8 ", "").replace("w4a16 ", "").replace(" (default preset)", "")
+        n = f"; {r.n_quantized} acts" if acts and r.n_quantized is not None else ""
+        return f"{fmt_db(r.score)} ({label}{n})"
+
+    for info, results in all_results:
+        if "error" in info:
+            rows.append([info["name"], f"cannot prepare: {info['error']}"] + [""] * (len(header) - 2))
+            continue
+        o8 = best(results, lambda r: r.tool == "ours" and r.kind == "w8a8")
+        o16 = best(results, lambda r: r.tool == "ours" and r.kind == "w8a16")
+        o4 = best(results, lambda r: r.tool == "ours" and r.kind == "w4a16")
+        ort_mm = best(results, lambda r: r.label == "ort w8a8 MinMax")
+        p8 = best(results, lambda r: r.tool != "ours" and r.kind == "w8a8")
+        p16 = best(results, lambda r: r.tool != "ours" and r.kind == "w8a16")
+        p4 = best(results, lambda r: r.tool != "ours" and r.kind in ("w4", "w4a16"))
+
+        def ge(a, b):
+            if a is None or b is None:
+                return "n/a"
+            return "yes" if a.score >= b.score else f"NO ({a.score - b.score:+.2f})"
+
+        gain = f"{o16.score - o8.score:+.2f}" + ("" if o16.score - o8.score >= TARGET_A16_GAIN_DB else " (below)") \
+            if o8 and o16 else "n/a"
+        gap = f"{o4.score - o16.score:+.2f}" + ("" if o16.score - o4.score <= TARGET_W4_GAP_DB else " (beyond)") \
+            if o4 and o16 else "n/a"
+        rows.append([info["name"], cell(o8, True), cell(ort_mm, True), ge(o8, ort_mm), cell(p8, True), ge(o8, p8),
+                     fmt_db(o16.score) if o16 else "n/a", gain, cell(o4), gap, cell(p16), cell(p4)])
+    return header, rows
+
+
+def failures(all_results) -> list[str]:
+    out = []
+    for info, results in all_results:
+        out += [f"{info['name']}: {r.label}: {r.error}" for r in results if r.error and r.error.startswith("failed")]
+    return out
+
+
+# --- command line ---------------------------------------------------------------------------------------
+
+class ExtraModel(argparse.Action):
+    """--model PATH starts an extra model; --input-dim/--calibration/--test-data after it belong to it."""
+
+    def __call__(self, parser, ns, values, option_string=None):
+        extras = getattr(ns, "extra", None) or []
+        if option_string == "--model":
+            p = Path(values).resolve()
+            extras.append(Bench(p.stem if p.stem != "model" else p.parent.name, p))
+        else:
+            if not extras:
+                parser.error(f"{option_string} must follow the --model it applies to")
+            m = extras[-1]
+            if option_string == "--input-dim":
+                name, text = values
+                m.dims[name] = [int(d) for d in text.replace("x", ",").split(",") if d]
+            elif option_string == "--calibration":
+                m.calibration = Path(values)
+            elif option_string == "--test-data":
+                m.test = Path(values)
+        ns.extra = extras
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calib", type=int, default=100, help="calibration samples per model (default 100)")
+    ap.add_argument("--test", type=int, default=200, help="test samples per model (default 200)")
+    ap.add_argument("--models", help="comma-separated shipped model names (default: all)")
+    ap.add_argument("--no-zoo", action="store_true", help="only the --model files")
+    ap.add_argument("--model", action=ExtraModel, metavar="PATH", help="an extra ONNX model (repeatable)")
+    ap.add_argument("--input-dim", action=ExtraModel, nargs=2, metavar=("NAME", "DIMS"),
+                    help="pin an input of the preceding --model, e.g. x 1,3,48,192 (other symbolic dims -> 1)")
+    ap.add_argument("--calibration", action=ExtraModel, metavar="NPZ",
+                    help="calibration data of the preceding --model (default: random normal)")
+    ap.add_argument("--test-data", action=ExtraModel, metavar="NPZ",
+                    help="test data of the preceding --model (default: random normal, another seed)")
+    ap.add_argument("--tools", default="ours,ort,nncf", help="which tools (default ours,ort,nncf)")
+    ap.add_argument("--block-size", type=int, default=32, help="4-bit block size, all tools (default 32)")
+    ap.add_argument("--percentile", type=float, default=99.99,
+                    help="percentile for ours and onnxruntime's Percentile calibration (default 99.99)")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the tables as markdown")
+    ap.add_argument("--live", action="store_true", help="print each row as it is measured")
+    ap.add_argument("--verbose", action="store_true", help="tracebacks of failures on stderr")
+    ap.set_defaults(extra=[])
+    args = ap.parse_args(argv)
+
+    models = [] if args.no_zoo else shipped_models()
+    if args.models:
+        wanted = set(args.models.split(","))
+        models = [m for m in models if m.name in wanted]
+    models += args.extra
+    tools = set(args.tools.split(","))
+    settings = []
+    if "ours" in tools:
+        settings += ours_settings(args.block_size)
+    settings += [s for s in peer_settings(args.block_size) if s.tool.split("-")[0] in tools]
+
+    versions = peers.versions()
+    print("peers: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    if "ours" in tools:
+        try:  # built (or found) once, before any timing
+            from qnn_build.runtime.binding import runtime_library
+            runtime_library(None)  # the cache key Model uses
+        except Exception as e:  # noqa: BLE001 - every row of ours will then say why
+            print(f"note: our runtime library does not build: {short_reason(e)}")
+    all_results = []
+    md = []
+    for bench in models:
+        print()
+        if args.live:
+            print(f"== {bench.name}", flush=True)
+        results, info = bench_model(bench, args, settings)
+        all_results.append((info, results))
+        print(f"== {model_heading(info)}")
+        if results:
+            header, rows = table_rows(results, info)
+            print(render_text(header, rows), flush=True)
+            md += [f"#### {model_heading(info)}", "", render_md(header, rows), ""]
+            notes = note_lines(results)
+            if notes:
+                print("* " + "\n* ".join(notes))
+                md += ["\\* " + "; ".join(notes) + ".", ""]
+            lf = left_float_lines(results)
+            if lf:
+                print("outputs left in float (op types):\n" + "\n".join("  " + x for x in lf))
+                md += ["Outputs left in float (op types): " + "; ".join(lf) + ".", ""]
+        else:
+            md += [f"#### {model_heading(info)}", ""]
+    header, rows = summary_rows(all_results)
+    print("\n== summary (SQNR in dB of each model's worst output vs the float model)")
+    print(render_text(header, rows))
+    fails = failures(all_results)
+    if fails:
+        print("\nfailures:\n" + "\n".join("  " + f for f in fails))
+    if args.markdown:
+        text = ["### Summary", "", "SQNR in dB of each model's worst output vs the float model.", "",
+                render_md(header, rows), ""] + md
+        if fails:
+            text += ["Failures:", ""] + [f"- {f}" for f in fails] + [""]
+        text += ["Peers: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "."]
+        Path(args.markdown).write_text("\n".join(text) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
