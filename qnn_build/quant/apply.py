@@ -79,8 +79,23 @@ def activation_names(graph: Graph) -> list[str]:
     return [n for n in names if graph.tensor(n).dtype == np.float32 and not graph.tensor(n).is_const]
 
 
+# Activations whose encoding a producer writing only into them takes over: quantizing the producer's
+# output to the activation's range is what a fused Conv+Relu does, and spends no codes on values the
+# activation discards.
+FUSABLE_ACTIVATIONS = {"Relu"}
+
+
+def _fused_into_activation(graph, name, consumers):
+    """The output of the activation that `name` feeds alone, when its encoding can be shared."""
+    users = consumers.get(name, [])
+    if len(users) != 1 or users[0].op_type not in FUSABLE_ACTIVATIONS or name in graph.outputs:
+        return None
+    return users[0].outputs[0]
+
+
 def _encode_activations(graph, precision, stats, options, pinned):
     producer = graph.producers()
+    consumers = graph.consumers()
     for name in activation_names(graph):
         t = graph.tensor(name)
         node = producer.get(name)
@@ -89,10 +104,13 @@ def _encode_activations(graph, precision, stats, options, pinned):
         elif node is not None and node.op_type in PASS_THROUGH and graph.tensor(node.inputs[0]).encoding is not None:
             t.encoding = graph.tensor(node.inputs[0]).encoding
         else:
-            if stats is None or name not in stats:
-                raise QnnBuildError(f"calibration statistics have no entry for tensor '{name}' "
+            source = _fused_into_activation(graph, name, consumers) or name
+            if source != name and source in pinned:
+                source = name
+            if stats is None or source not in stats:
+                raise QnnBuildError(f"calibration statistics have no entry for tensor '{source}' "
                                     f"(statistics from another model or precision settings?)")
-            s = stats[name]
+            s = stats[source]
             lo, hi = choose_range(s.min, s.max, s.hist, precision.act_bits, options.act_range, options.percentile)
             t.encoding = activation_encoding(lo, hi, precision.act_bits)
 
@@ -160,7 +178,7 @@ def _bias(node, graph, values) -> Encoding:
     w_enc = graph.tensor(node.inputs[1]).encoding
     x_enc = graph.tensor(node.inputs[0]).encoding
     w_scales = w_enc.scales if len(w_enc.scales) == len(values) else np.full(len(values), w_enc.scales[0])
-    return bias_encoding(float(x_enc.scales[0]), w_scales, axis=0)
+    return bias_encoding(float(x_enc.scales[0]), w_scales, axis=0, values=values)
 
 
 def _corrected_bias(node, graph, bias, w_float, stats):

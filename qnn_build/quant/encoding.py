@@ -52,10 +52,12 @@ def symmetric_encoding(absmax: np.ndarray, bits: int, axis: int = -1, block_axis
                     mins=-scales.astype(np.float64) * qmax, maxs=scales.astype(np.float64) * qmax)
 
 
-def bias_encoding(input_scale: float, weight_scales: np.ndarray, axis: int) -> Encoding:
-    """int32 bias, scale = input scale x weight scale: equation (8)."""
-    scales = (np.float64(input_scale) * weight_scales.astype(np.float64)).astype(np.float32)
-    scales = np.where(scales > 0, scales, np.float32(1e-30))
+def bias_encoding(input_scale: float, weight_scales: np.ndarray, axis: int, values=None) -> Encoding:
+    """int32 bias, scale = input scale x weight scale (8), widened where the bias would not fit (8b)."""
+    scales = np.float64(input_scale) * weight_scales.astype(np.float64)
+    if values is not None:
+        scales = np.maximum(scales, np.abs(np.asarray(values, np.float64)) / (2 ** 31 - 1))  # (8b)
+    scales = np.where(scales > 0, scales, 1e-30).astype(np.float32)
     return Encoding(32, True, scales, np.zeros(len(scales), np.int32), axis if len(scales) > 1 else -1)
 
 
