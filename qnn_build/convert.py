@@ -39,7 +39,7 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
         if not t.is_const:
             continue
         if not supported_dtype(t.const.dtype):
-            raise ConvertError(f"constant '{name}' has dtype {t.const.dtype}, which the runtime does not support")
+            raise ConvertError(f"constant '{name}': unsupported dtype {t.const.dtype}")
         is_int4 = t.encoding is not None and not t.encoding.is_float and t.encoding.bitwidth == 4
         consts.append((name, t.const, is_int4))
     bin_bytes, entries = pack_weights(consts)
@@ -126,7 +126,7 @@ def _check_io(graph: Graph) -> None:
     for name in graph.inputs + graph.outputs:
         dt = graph.tensor(name).dtype
         if not supported_dtype(dt):
-            raise ConvertError(f"model input/output '{name}' has dtype {dt}, which the runtime does not support")
+            raise ConvertError(f"model input/output '{name}': unsupported dtype {dt}")
     if not graph.outputs:
         raise ConvertError("the model has no outputs")
 

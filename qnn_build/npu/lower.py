@@ -19,6 +19,8 @@ def add_npu_params(graph: Graph) -> None:
     """Attach the npu parameters to every integer node that has a rule."""
     for node in graph.nodes:
         rule = RULES.get(node.op_type)
+        # An fp16 input (kept at higher precision by an override) has no integer form to rescale.
         if rule is not None and is_integer_node(node, graph) and all(
-                graph.tensor(n).encoding is not None for n in node.inputs if n):
+                graph.tensor(n).encoding is not None and not graph.tensor(n).encoding.is_float
+                for n in node.inputs if n):
             node.attrs.update(rule(node, graph))
