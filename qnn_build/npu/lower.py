@@ -3,10 +3,10 @@
 in docs/npu.md."""
 
 from ..ir.graph import Graph
-from . import elementwise, lut
+from . import conv, elementwise, lut
 from .common import is_integer_node
 
-FAMILIES = [elementwise, lut]
+FAMILIES = [elementwise, lut, conv]  # conv: docs/npu.md (N10)-(N15)
 
 RULES = {}
 for _family in FAMILIES:

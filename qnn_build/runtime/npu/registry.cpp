@@ -12,11 +12,15 @@ namespace qnnb {
 namespace npu {
 extern const KernelTable kNpuElementwiseKernels;
 extern const KernelTable kNpuLutKernels;
+extern const KernelTable kNpuConvKernels;    // (N10)-(N15): Conv, ConvTranspose
+extern const KernelTable kNpuMatmulKernels;  // (N13)-(N15): Gemm, MatMul
 }  // namespace npu
 
 static const KernelTable* const kNpuFamilies[] = {
     &npu::kNpuElementwiseKernels,
     &npu::kNpuLutKernels,
+    &npu::kNpuConvKernels,
+    &npu::kNpuMatmulKernels,
 };
 
 static const std::unordered_set<std::string> kByteMovers = {
