@@ -16,7 +16,6 @@ Run from the repo root:  python scripts/zoo/digits_cnn.py
 
 import time
 
-import numpy as np
 import torch
 from torch import nn
 

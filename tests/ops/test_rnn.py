@@ -2,7 +2,6 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper
 
 from qnn_build.errors import ConvertError
 from qnn_build.onnx_backend import run_onnx
