@@ -14,26 +14,32 @@ from .errors import ConvertError, QnnBuildError
 from .ir.graph import Graph
 from .ir.onnx_import import import_onnx, load_onnx
 from .ir.passes import run_passes
+from .ir.rnn_lowering import lower_recurrent
 from .npu.lower import add_npu_params
 from .ops import lower_graph
 from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph
 from .quant.cle import equalize
 from .quant.encodings_json import encodings_document, load_overrides
+from .quant.fallback import apply_float_fallback, float_constants
 
 
-def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle: bool = False) -> Graph:
-    """The lowered float graph of an ONNX file, as convert and calibrate both see it."""
+def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,
+                lower_rnn: bool = False) -> Graph:
+    """The lowered float graph of an ONNX file, as convert and calibrate both see it.
+    lower_rnn: unroll LSTM/GRU/RNN into primitive ops (quantized precisions; ir/rnn_lowering.py)."""
     model = load_onnx(source)
     graph = import_onnx(model, input_dims, input_values, out_nodes, source=Path(source).name)
     run_passes(graph)
     lower_graph(graph)
+    if lower_rnn:  # hook: recurrent ops -> primitive ops, before calibration and quantization
+        lower_recurrent(graph)
     _check_io(graph)
     if cle:
         equalize(graph)
     return graph
 
 
-def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "fp32") -> dict:
+def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "fp32", extra: dict | None = None) -> dict:
     consts = []
     for name, t in graph.tensors.items():
         if not t.is_const:
@@ -45,6 +51,7 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
     bin_bytes, entries = pack_weights(consts)
     cpp = generate_cpp(graph, entries)
     desc = io_description(graph, source_name, precision)
+    desc.update(extra or {})  # e.g. "float_fallback": the nodes kept in fp16
     out_dir = Path(out_dir)
     write_bytes(out_dir / "model.bin", bin_bytes)
     write_text(out_dir / "model.cpp", cpp)
@@ -56,34 +63,44 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
 
 def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None, precision: str = "fp32",
             calibration=None, calibration_stats=None, options: QuantOptions | None = None, cle: bool = False,
-            overrides=None) -> dict:
-    """Write DIR/model.cpp, model.bin, model.json (and model.encodings.json). Returns the io description."""
+            overrides=None, lower_rnn: bool | None = None, float_fallback: bool = False) -> dict:
+    """Write DIR/model.cpp, model.bin, model.json (and model.encodings.json). Returns the io description.
+    lower_rnn: unroll recurrent ops (default: for quantized precisions). float_fallback: keep nodes the npu
+    has no integer kernel for in fp16 (quant/fallback.py)."""
     prec = parse_precision(precision)
     options = options or QuantOptions()
-    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle and prec.is_quantized)
+    lower_rnn = prec.is_quantized if lower_rnn is None else lower_rnn
+    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle and prec.is_quantized,
+                        lower_rnn=lower_rnn)
+    extra = {}
     if prec.name != "fp32":
         stats = None
         if prec.is_quantized:
             if calibration_stats:
                 stats = Stats.load(calibration_stats)
             elif calibration:
-                stats = calibrate(source, calibration, input_dims, input_values, out_nodes, cle=cle)
+                stats = calibrate(source, calibration, input_dims, input_values, out_nodes, cle=cle,
+                                  lower_rnn=lower_rnn)
             else:
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
         pinned = load_overrides(overrides, graph) if overrides else None
+        float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
         quantize_graph(graph, prec, stats, options, pinned)
+        if float_consts is not None:  # hook: --float-fallback, after quantization
+            extra["float_fallback"] = apply_float_fallback(graph, float_consts)
         if prec.is_quantized:
             add_npu_params(graph)
-    return write_artifacts(graph, out_dir, Path(source).name, prec.name)
+    return write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
 
 
 def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,
-              out_path=None) -> Stats:
-    """Run the float graph over the calibration set on our cpu backend and collect statistics."""
+              out_path=None, lower_rnn: bool = True) -> Stats:
+    """Run the float graph over the calibration set on our cpu backend and collect statistics.
+    lower_rnn: as convert does for quantized precisions, so the statistics cover the unrolled tensors."""
     from .runtime.binding import Model
     from .toolchain import build_model_lib
 
-    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle)
+    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle, lower_rnn=lower_rnn)
     with tempfile.TemporaryDirectory(prefix="qnnb-calibrate-") as tmp:
         write_artifacts(graph, tmp, Path(source).name)
         lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")

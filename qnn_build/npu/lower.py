@@ -2,11 +2,17 @@
 (`npu_*`), so every host runs the same integers. One module per op family, listed here; semantics
 in docs/npu.md."""
 
+import numpy as np
+
 from ..ir.graph import Graph
-from . import conv, elementwise, lut
+from . import elementwise, lut
+from . import conv
+from . import arith, movement, norm, pool
 from .common import is_integer_node
 
-FAMILIES = [elementwise, lut, conv]  # conv: docs/npu.md (N10)-(N15)
+FAMILIES = [elementwise, lut]
+FAMILIES += [conv]  # docs/npu.md (N10)-(N15)
+FAMILIES += [movement, pool, norm, arith]  # docs/npu.md (N20)-(N33)
 
 RULES = {}
 for _family in FAMILIES:
@@ -19,8 +25,10 @@ def add_npu_params(graph: Graph) -> None:
     """Attach the npu parameters to every integer node that has a rule."""
     for node in graph.nodes:
         rule = RULES.get(node.op_type)
+        # Integer inputs without an encoding (Gather's indices, Where's condition) need none.
         # An fp16 input (kept at higher precision by an override) has no integer form to rescale.
         if rule is not None and is_integer_node(node, graph) and all(
-                graph.tensor(n).encoding is not None and not graph.tensor(n).encoding.is_float
+                (graph.tensor(n).encoding is not None and not graph.tensor(n).encoding.is_float)
+                or graph.tensor(n).dtype != np.float32
                 for n in node.inputs if n):
             node.attrs.update(rule(node, graph))

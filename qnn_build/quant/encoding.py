@@ -87,8 +87,10 @@ def _broadcast_params(enc: Encoding, shape: tuple[int, ...]):
 def quantize(x: np.ndarray, enc: Encoding) -> np.ndarray:
     """Equation (2), round half to even; returns int64."""
     scales, offsets = _broadcast_params(enc, x.shape)
-    q = np.round(x.astype(np.float32) / scales) - offsets
-    return np.clip(q, enc.qmin, enc.qmax).astype(np.int64)
+    q = (np.round(x.astype(np.float32) / scales) - offsets).astype(np.int64)
+    # Clip as integers: float32 cannot hold 2^31 - 1, so a float clip of an int32 bias would round
+    # up to 2^31 and wrap to -2^31 when stored.
+    return np.clip(q, enc.qmin, enc.qmax)
 
 
 def dequantize(q: np.ndarray, enc: Encoding) -> np.ndarray:

@@ -259,7 +259,9 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
         node->kernel = g->backend->find_kernel(*node);
         if (!node->kernel)
             return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op +
-                                                     "): no " + g->backend->name + " kernel for this op");
+                                                     "): no " + g->backend->name + " kernel for this op" +
+                                                     (g->backend->float_simulation ? "" :
+                                                      " (convert with --float-fallback to keep such nodes in fp16)"));
         for (Tensor* t : node->out) {
             if (!t || t->data) continue;
             t->data = aligned_alloc64(t->nbytes());

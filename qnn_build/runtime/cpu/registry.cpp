@@ -16,6 +16,7 @@ extern const KernelTable kCpuNormKernels;
 extern const KernelTable kCpuMovementKernels;
 extern const KernelTable kCpuResizeKernels;
 extern const KernelTable kCpuRnnKernels;
+extern const KernelTable kCpuQuantizeKernels;
 
 static const KernelTable* const kCpuFamilies[] = {
     &kCpuElementwiseKernels,
@@ -28,6 +29,7 @@ static const KernelTable* const kCpuFamilies[] = {
     &kCpuMovementKernels,
     &kCpuResizeKernels,
     &kCpuRnnKernels,
+    &kCpuQuantizeKernels,
 };
 
 const Kernel* cpu_find_kernel(const std::string& op) {

@@ -14,6 +14,12 @@ extern const KernelTable kNpuElementwiseKernels;
 extern const KernelTable kNpuLutKernels;
 extern const KernelTable kNpuConvKernels;    // (N10)-(N15): Conv, ConvTranspose
 extern const KernelTable kNpuMatmulKernels;  // (N13)-(N15): Gemm, MatMul
+extern const KernelTable kNpuConvertKernels;
+extern const KernelTable kNpuMovementKernels;  // docs/npu.md (N20)-(N23)
+extern const KernelTable kNpuPoolKernels;      // (N24)-(N25)
+extern const KernelTable kNpuReduceKernels;    // (N24)-(N26)
+extern const KernelTable kNpuNormKernels;      // (N27)-(N29)
+extern const KernelTable kNpuArithKernels;     // (N30)-(N33)
 }  // namespace npu
 
 static const KernelTable* const kNpuFamilies[] = {
@@ -21,12 +27,33 @@ static const KernelTable* const kNpuFamilies[] = {
     &npu::kNpuLutKernels,
     &npu::kNpuConvKernels,
     &npu::kNpuMatmulKernels,
+    &npu::kNpuConvertKernels,
+    &npu::kNpuMovementKernels,
+    &npu::kNpuPoolKernels,
+    &npu::kNpuReduceKernels,
+    &npu::kNpuNormKernels,
+    &npu::kNpuArithKernels,
 };
 
 static const std::unordered_set<std::string> kByteMovers = {
     "Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile", "DepthToSpace",
     "SpaceToDepth",
 };
+
+// Every output holds its input's codes unchanged (same dtype and encoding: PASS_THROUGH), so moving
+// bytes is exact; otherwise the npu kernel re-encodes (docs/npu.md (N20)).
+static bool shares_encoding(const Node& node) {
+    const Tensor* x = node.input(0);
+    if (!x) return false;
+    for (const Tensor* o : node.out) {
+        if (!o) continue;
+        const Encoding &a = x->encoding, &b = o->encoding;
+        if (o->dtype != x->dtype || a.kind != b.kind || a.bitwidth != b.bitwidth || a.is_signed != b.is_signed ||
+            a.scales != b.scales || a.offsets != b.offsets)
+            return false;
+    }
+    return true;
+}
 
 const Kernel* npu_find_kernel(const Node& node) {
     static const auto* index = [] {
@@ -38,7 +65,12 @@ const Kernel* npu_find_kernel(const Node& node) {
     const Tensor* out = node.output(0);
     const bool fp16_node = out && out->encoding.present() && out->encoding.kind == QNNB_ENCODING_FP16;
     const bool unencoded = out && !out->encoding.present();  // int64/bool results (indices, masks)
-    if (fp16_node || unencoded || kByteMovers.count(node.op)) return cpu_find_kernel(node.op);
+    // Dequantize writes fp16 but is the npu's own conversion (docs/npu.md (N40)): not a cpu-kernel fp16 node.
+    const bool boundary = node.op == "Dequantize";
+    const Tensor* x = node.input(0);  // ArgMax/ArgMin of integer codes: an npu kernel (N26)
+    const bool of_codes = x && !x->is_const() && x->encoding.present() && x->encoding.kind == QNNB_ENCODING_INT;
+    const bool byte_mover = kByteMovers.count(node.op) && shares_encoding(node);
+    if (!boundary && (fp16_node || (unencoded && !of_codes) || byte_mover)) return cpu_find_kernel(node.op);
     auto it = index->find(node.op);
     return it == index->end() ? nullptr : it->second;
 }
