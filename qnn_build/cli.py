@@ -3,6 +3,11 @@
     qnn-build convert MODEL.onnx -o DIR [--input-dim NAME 1,3,224,224] [--input-value NAME 16000] [--out-node NAME]
     qnn-build model-lib --cpp DIR/model.cpp --bin DIR/model.bin -o DIR/libmodel.so
     qnn-build net-run --backend cpu --model libmodel.so --input-list LIST --output-dir OUT
+    qnn-build runtime -o out/runtime/x86_64-linux
+    qnn-build reference --config out/M/reference.config.json -o out/M/reference.npz
+    qnn-build test --model libmodel.so --backend cpu --runtime libqnnb.so --reference reference.npz \
+        --config test.config.json -o test.json
+    qnn-build release --config out/release/release.config.json -o out/release/ZOO-VERSION.tar.gz
 
 Every step also takes `--config FILE`: a JSON object whose keys are the step's long options (with
 `_` for `-`); flags given on the command line win. The build writes these files, so a step's
@@ -67,7 +72,8 @@ def _quant_options(args):
 
 _QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
                    "per_tensor": False, "block_size": None, "cle": False, "bias_correction": False,
-                   "calibration": None, "calibration_stats": None, "quantization_overrides": None}
+                   "calibration": None, "calibration_stats": None, "quantization_overrides": None,
+                   "float_fallback": False}
 
 
 def cmd_convert(args) -> None:
@@ -82,7 +88,11 @@ def cmd_convert(args) -> None:
     values = dict(args.input_values) if isinstance(args.input_values, (list, dict)) else {}
     desc = convert(args.source, args.output_dir, dims, values, args.out_nodes or None, precision=args.precision,
                    calibration=args.calibration, calibration_stats=args.calibration_stats,
-                   options=_quant_options(args), cle=bool(args.cle), overrides=args.quantization_overrides)
+                   options=_quant_options(args), cle=bool(args.cle), overrides=args.quantization_overrides,
+                   float_fallback=bool(args.float_fallback))
+    if "float_fallback" in desc:  # --float-fallback: which nodes stay in fp16
+        from .quant.fallback import describe
+        _say(args, describe(desc["float_fallback"]))
     _say(args, f"converted {args.source} -> {args.output_dir} ({len(desc['inputs'])} inputs, "
                f"{len(desc['outputs'])} outputs, {sum(desc['ops'].values())} nodes)")
 
@@ -126,6 +136,97 @@ def cmd_net_run(args) -> None:
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling=args.profiling_level is not None)
     _say(args, f"ran {profile['num_inferences']} inference(s) on {args.backend} -> {args.output_dir}")
+
+
+def cmd_runtime(args) -> None:
+    from .atomic import write_bytes
+    from .toolchain import INCLUDE_DIR, build_runtime
+
+    _load_config(args, {})
+    if not args.output_dir:
+        raise QnnBuildError("runtime needs -o DIR")
+    lib = build_runtime(out_dir=args.output_dir)
+    header = Path(args.output_dir, "include", "qnnb.h")
+    write_bytes(header, (INCLUDE_DIR / "qnnb.h").read_bytes())
+    # Every output is new after this step, also those reused or copied with their old time: a build
+    # tool that compares times (ninja) must not see them as older than their sources.
+    for path in (*Path(args.output_dir).glob("*.so"), Path(args.output_dir, "runtime.key"), header):
+        os.utime(path)
+    _say(args, f"built {lib}")
+
+
+def cmd_reference(args) -> None:
+    from .report.reference import run_reference
+
+    args.input_dims = _pairs(args.input_dims, _dims)
+    args.input_values = _pairs(args.input_values, _values)
+    _load_config(args, {})
+    for flag, value in (("a source model", args.source), ("--data", args.data), ("-o", args.output)):
+        if not value:
+            raise QnnBuildError(f"reference needs {flag}")
+    info = run_reference(args.source, args.data, args.output, _mapping(args.input_dims), _mapping(args.input_values),
+                         args.out_nodes or [], args.samples)
+    _say(args, f"reference: {info['samples']} sample(s) of {args.source} -> {args.output}")
+
+
+def cmd_test(args) -> None:
+    from .report.testrun import run_test
+
+    args.thresholds = _pairs(args.thresholds, float, "KEY=VALUE", "=")
+    _load_config(args, {"backend": "cpu", "threads": 1})
+    for flag, value in (("--model", args.model), ("--reference", args.reference), ("--data", args.data),
+                        ("-o", args.output)):
+        if not value:
+            raise QnnBuildError(f"test needs {flag}")
+    result = run_test(args.model, args.reference, args.data, args.output, backend=args.backend,
+                      runtime=args.runtime, labels=args.labels, samples=args.samples,
+                      thresholds=_mapping(args.thresholds), name=args.name or "", precision=args.precision or "",
+                      target=args.target or "", threads=args.threads)
+    _say(args, f"test passed: {result['samples']} sample(s) -> {args.output}")
+
+
+def cmd_release(args) -> None:
+    from .release import release
+
+    _load_config(args, {"skipped": []})
+    missing = [k for k in ("zoo", "zoo_version", "runtime", "tool_versions", "models") if getattr(args, k) is None]
+    if missing or not args.output:
+        raise QnnBuildError(f"release needs {'-o' if not missing else '--' + missing[0].replace('_', '-')} "
+                            "(the build writes all of it to the --config file)")
+    config = {k: getattr(args, k) for k in ("zoo", "zoo_version", "runtime", "tool_versions", "models", "skipped")}
+    manifest = release(config, args.output)
+    _say(args, f"released {len(manifest['files'])} files -> {args.output}")
+
+
+def _pairs(given, convert, form="NAME VALUE", sep=None):
+    """Repeated `NAME VALUE` (or `KEY=VALUE`) options -> [(name, value)]; None stays None."""
+    if not given:
+        return None
+    pairs = []
+    for item in given:
+        if sep:
+            name, found, text = item.partition(sep)
+            if not found:
+                raise QnnBuildError(f"'{item}' is not {form}")
+        else:
+            name, text = item
+        try:
+            pairs.append((name, convert(text)))
+        except (argparse.ArgumentTypeError, ValueError) as e:
+            raise QnnBuildError(f"{name}: {e}") from None
+    return pairs
+
+
+def _mapping(value) -> dict:
+    """Options that come as [(name, value)] from the command line or as {name: value} from --config."""
+    return dict(value) if isinstance(value, (list, dict)) else {}
+
+
+def _json_arg(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"invalid JSON: {e.msg}") from None
 
 
 def cmd_ops(args) -> None:
@@ -172,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--cle", action="store_true", default=None, help="cross-layer equalization")
     q.add_argument("--bias-correction", action="store_true", default=None, help="correct biases for weight error")
     q.add_argument("--quantization-overrides", metavar="FILE", help="AIMET encodings JSON pinning tensors")
+    q.add_argument("--float-fallback", action="store_true", default=None,
+                   help="keep nodes the npu has no integer kernel for in fp16 (boundary Quantize/Dequantize "
+                        "inserted); listed in model.json under float_fallback")
 
     cal = step("calibrate", "run the float model over calibration data; write statistics", cmd_calibrate)
     cal.add_argument("source", nargs="?", help="the .onnx model")
@@ -188,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-o", "--output", help="the library to write (or a directory for libmodel.so)")
 
     n = step("net-run", "run a model library over an input list", cmd_net_run)
-    n.add_argument("--backend", choices=["cpu"], help="backend to run on (default cpu)")
+    n.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
     n.add_argument("--model", help="the model library (libmodel.so)")
     n.add_argument("--input-list", help="qnn-net-run input list: one line per inference of name:=path.raw")
     n.add_argument("--output-dir", help="where Result_N/<output>.raw go")
@@ -196,6 +300,49 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--profiling-level", choices=["basic"], help="basic: also write OUT/profile.json")
     n.add_argument("--threads", type=int, help="threads for the backend (default 1)")
     n.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+
+    r = step("runtime", "build the runtime library (libqnnb.so + its OpenBLAS + qnnb.h) into a folder", cmd_runtime)
+    r.add_argument("-o", "--output-dir", help="the folder, e.g. out/runtime/x86_64-linux")
+
+    f = step("reference", "run onnxruntime on the source model over the test data -> reference .npz",
+             cmd_reference)
+    f.add_argument("source", nargs="?", help="the .onnx model (float)")
+    f.add_argument("--data", help="test data .npz: one key per input, arr[i] = one input")
+    f.add_argument("--samples", type=int, help="use at most this many samples (default: all)")
+    f.add_argument("--input-dim", dest="input_dims", nargs=2, action="append", metavar=("NAME", "DIMS"),
+                   help="the input's shape; each sample is reshaped to it (repeatable)")
+    f.add_argument("--input-value", dest="input_values", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="feed this input a constant instead of test data (repeatable)")
+    f.add_argument("--out-node", dest="out_nodes", action="append", metavar="NAME",
+                   help="record this tensor (repeatable; default: the model's outputs)")
+    f.add_argument("-o", "--output", help="the .npz to write: one [samples, *shape] array per output")
+
+    t = step("test", "run a model library over the test data, compare with the reference -> test.json",
+             cmd_test)
+    t.add_argument("--model", help="the model library (libmodel.so)")
+    t.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
+    t.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+    t.add_argument("--reference", help="reference .npz from `qnn-build reference`")
+    t.add_argument("--data", help="test data .npz (as for reference)")
+    t.add_argument("--labels", help="the .npz key of int labels: adds top-1 accuracy")
+    t.add_argument("--samples", type=int, help="use at most this many samples (default: all)")
+    t.add_argument("--threshold", dest="thresholds", action="append", metavar="KEY=VALUE",
+                   help="a limit: sqnr_db, cosine, top1 (minimums), max_abs, rel_err (maximums) (repeatable)")
+    t.add_argument("--threads", type=int, help="threads for the backend (default 1)")
+    t.add_argument("--name", help="model name, for test.json and messages")
+    t.add_argument("--precision", help="precision of the build, for test.json and messages")
+    t.add_argument("--target", help="target of the build, for test.json and messages")
+    t.add_argument("-o", "--output", help="test.json to write (also when a threshold is missed)")
+
+    z = step("release", "pack the zoo's libraries, model.json, test.json, runtime and MANIFEST.json into a "
+                        "reproducible .tar.gz", cmd_release)
+    z.add_argument("--zoo", help="zoo name")
+    z.add_argument("--zoo-version", help="zoo version")
+    z.add_argument("--runtime", type=_json_arg, help="JSON {target, libraries, header} (normally from --config)")
+    z.add_argument("--tool-versions", help="the build's tool-versions.json")
+    z.add_argument("--models", type=_json_arg, help="JSON list of models and their builds (normally from --config)")
+    z.add_argument("--skipped", type=_json_arg, help="JSON list of builds left out, for the manifest")
+    z.add_argument("-o", "--output", help="the .tar.gz to write")
 
     o = sub.add_parser("ops", help="list the ONNX ops the converter supports")
     o.set_defaults(func=cmd_ops)

@@ -97,11 +97,13 @@ class _SpecChecker:
         return result
 
     def _check_supported(self, precisions, targets) -> None:
+        """A precision must run on at least one listed backend. Pairs that cannot run (fp32 on the
+        npu, beside fp32 on the cpu) are left out of the matrix by the build, with a note."""
         for precision, at in precisions:
-            for (backend, _), _ in targets:
-                why = self.configs.unsupported_reason(precision, backend)
-                if why:
-                    raise self.yaml.error(at, f"{precision} cannot run on {backend}: {why}")
+            reasons = {backend: self.configs.unsupported_reason(precision, backend) for (backend, _), _ in targets}
+            if reasons and all(reasons.values()):
+                backend, why = next(iter(reasons.items()))
+                raise self.yaml.error(at, f"{precision} cannot run on {backend}: {why}")
 
     def _calibration(self, precisions, inputs) -> Path | None:
         quantized = [(p, at) for p, at in precisions if self.configs.is_quantized(p)]

@@ -31,7 +31,9 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
     test = {}
     if spec.test is not None:
         for precision in spec.precisions:
-            for slot in slots:
+            for slot, where in slots.items():
+                if configs.unsupported_reason(precision, where["backend"]):
+                    continue  # e.g. fp32 on the npu: the build notes it and moves on
                 test[(precision, slot)] = _sorted({
                     "data": _relative(spec.test["data"], root),
                     "labels": spec.test["labels"],
@@ -60,22 +62,22 @@ def _convert_config(spec: Spec, precision: str, root: Path) -> dict:
     info = spec.configs.precisions[precision]
     if info["kind"] == "quantized":  # float configs stay free of calibration, so its edits skip them
         config["calibration"] = _relative(spec.calibration, root)
-        config["quantization"] = _quantization_options(spec, info, root)
+        config.update(_quantization_options(spec, info, root))
     return config
 
 
 def _quantization_options(spec: Spec, info: dict, root: Path) -> dict:
-    """The quantizer options that matter to this precision (e.g. block_size only for 4-bit weights)."""
+    """The spec's `quantization` as `qnn-build convert` options, only those that matter to this
+    precision (e.g. block_size only for 4-bit weights). The bitwidths come with `precision`."""
     q = spec.quantization
-    options = {key: q[key] for key in ("act_range", "weight_range", "per_channel", "cle", "bias_correction")}
-    options["weight_bits"] = info["weight_bits"]
-    options["activation_bits"] = info["activation_bits"]
+    options = {key: q[key] for key in ("act_range", "weight_range", "cle", "bias_correction")}
+    options["per_tensor"] = not q["per_channel"]
     if q["act_range"] == "percentile":
         options["percentile"] = q["percentile"]
     if info["weight_bits"] == 4:
         options["block_size"] = q["block_size"]
     if q["overrides"] is not None:
-        options["overrides"] = _relative(q["overrides"], root)
+        options["quantization_overrides"] = _relative(q["overrides"], root)
     return options
 
 

@@ -1,0 +1,96 @@
+"""The test step: run a built model library on its backend over the test data, compare every output
+with the float reference, check the thresholds and write test.json.
+
+test.json is written whether the test passes or not (it is the result), then a miss raises
+TestFailed, whose one-line message names model, precision, target, output, metric, value and limit.
+
+test.json (small, flat, stable keys; no timings, so equal builds give equal bytes):
+    {"format_version": 1, "model", "precision", "backend", "target", "samples",
+     "outputs": {name: {"max_abs", "rel_err", "sqnr_db", "cosine"[, "top1", "top1_accuracy",
+                        "reference_top1_accuracy"]}},
+     "thresholds": {...}, "passed": bool, "failures": ["output logits: sqnr_db 41.2 is below ..."]}
+"""
+
+import json
+
+import numpy as np
+
+from ..atomic import write_text
+from ..errors import QnnBuildError
+from . import metrics
+from .data import open_npz, sample, sample_count
+
+FORMAT_VERSION = 1
+
+
+class TestFailed(QnnBuildError):
+    """The build ran but missed a threshold; test.json has been written."""
+
+    __test__ = False  # not a pytest test class
+
+
+def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=None, labels=None,
+             samples=None, thresholds=None, name="", precision="", target="", threads=1) -> dict:
+    from ..runtime.binding import Model
+
+    thresholds = dict(thresholds or {})
+    _check_threshold_keys(thresholds)
+    model = Model(model_lib, backend=backend, threads=threads, runtime=runtime)
+    data = open_npz(data_path, "test data")
+    ref = open_npz(reference, "reference")
+    count = sample_count(data, [i.name for i in model.inputs], samples, data_path)
+    label_values = _labels(data, labels, count, data_path)
+    produced = {o.name: [] for o in model.outputs}
+    for k in range(count):
+        feeds = {i.name: sample(data, i.name, k, i.shape, data_path) for i in model.inputs}
+        for out_name, value in model.run(feeds).items():
+            produced[out_name].append(value)
+    outputs = {}
+    for out_name, values in produced.items():
+        if out_name not in ref.files:
+            raise QnnBuildError(f"{reference}: no output '{out_name}' (it holds {', '.join(ref.files)}); "
+                                "rebuild the reference")
+        expected = ref[out_name]
+        if len(expected) != count:
+            raise QnnBuildError(f"{reference}: holds {len(expected)} samples of '{out_name}', the test uses "
+                                f"{count}; rebuild the reference")
+        built = np.stack(values).reshape(expected.shape)
+        outputs[out_name] = metrics.compare(built, expected, label_values)
+    failures = metrics.check(outputs, thresholds)
+    result = {
+        "format_version": FORMAT_VERSION,
+        "model": name,
+        "precision": precision,
+        "backend": backend,
+        "target": target,
+        "samples": count,
+        "outputs": {n: {k: metrics.rounded(v) for k, v in m.items()} for n, m in outputs.items()},
+        "thresholds": thresholds,
+        "passed": not failures,
+        "failures": [metrics.describe(f) for f in failures],
+    }
+    write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n")
+    if failures:
+        where = " ".join(part for part in (name, precision, f"{backend}@{target}" if target else backend) if part)
+        more = f" (and {len(failures) - 1} more; see {output})" if len(failures) > 1 else ""
+        raise TestFailed(f"{where}: {metrics.describe(failures[0])}{more}")
+    return result
+
+
+def _labels(data, key, count, path):
+    if key is None:
+        return None
+    if key not in data.files:
+        raise QnnBuildError(f"{path}: no labels key '{key}' (keys: {', '.join(data.files)})")
+    labels = np.asarray(data[key])
+    if len(labels) < count:
+        raise QnnBuildError(f"{path}: '{key}' holds {len(labels)} labels for {count} samples")
+    return labels[:count]
+
+
+def _check_threshold_keys(thresholds: dict) -> None:
+    for key, value in thresholds.items():
+        if key not in metrics.LIMITS:
+            raise QnnBuildError(f"unknown threshold '{key}' (known: {', '.join(metrics.LIMITS)})")
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise QnnBuildError(f"threshold '{key}' must be a number, got {value!r}")

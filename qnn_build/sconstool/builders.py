@@ -1,0 +1,130 @@
+"""The builders: one per `qnn-build` step, each running the command line (never Python in-process),
+so SCons, ninja and a person at a shell run the same thing.
+
+    builder        target (emitter names the outputs)            sources, in this order
+    QnnRuntime     DIR -> DIR/libqnnb.so, DIR/lib<blas>.so,       (default: the runtime's C++ sources)
+                   DIR/runtime.key, DIR/include/qnnb.h
+    QnnConvert     DIR -> DIR/model.cpp, model.bin, model.json    convert.config.json, model.onnx[, calibration,
+                   (+ model.encodings.json unless fp32)          overrides]
+    QnnModelLib    libmodel.so                                   model.cpp, model.bin[, model_lib config]
+    QnnReference   reference.npz                                 reference.config.json, model.onnx, test data
+    QnnTest        test.json                                     test.config.json, libmodel.so, reference.npz,
+                                                                 libqnnb.so, test data
+    QnnRelease     ZOO-VERSION.tar.gz                            release.config.json, everything it packs
+
+Every emitter also adds the step's tool-version stamp (stamps.py) as a source. What changes an
+output is in the action's signature: the command line with its options, and the content of every
+source. The Python interpreter's path is left out of it ($( $)): which versions it runs is in the
+stamps, and leaving it out lets a shared CacheDir serve checkouts with different virtualenvs.
+"""
+
+import SCons.Action
+import SCons.Builder
+import SCons.Node.FS
+
+from . import ninja, progress, stamps
+
+STEP = "$( $QNNB_PYTHON $) -m qnn_build"
+
+# name -> (construction variable of the command, its command line, its short text)
+COMMANDS = {
+    "runtime": ("QNNB_RUNTIMECOM", f"{STEP} runtime -q -o ${{TARGET.dir}}", "runtime $QNNB_TARGET"),
+    "convert": ("QNNB_CONVERTCOM", f"{STEP} convert -q --config ${{SOURCES[0]}} -o ${{TARGET.dir}}",
+                "convert $QNNB_MODEL $QNNB_PRECISION"),
+    "model-lib": ("QNNB_MODELLIBCOM", f"{STEP} model-lib -q --cpp ${{SOURCES[0]}} --bin ${{SOURCES[1]}} -o $TARGET",
+                  "model-lib $QNNB_MODEL $QNNB_PRECISION"),
+    "reference": ("QNNB_REFERENCECOM", f"{STEP} reference -q --config ${{SOURCES[0]}} -o $TARGET",
+                  "reference $QNNB_MODEL"),
+    "test": ("QNNB_TESTCOM",
+             (f"{STEP} test -q --config ${{SOURCES[0]}} --model ${{SOURCES[1]}} --reference ${{SOURCES[2]}} "
+              "--runtime ${SOURCES[3]} --backend $QNNB_BACKEND $_QNNB_TEST_META -o $TARGET"),
+             "test $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
+    "release": ("QNNB_RELEASECOM", f"{STEP} release -q --config ${{SOURCES[0]}} -o $TARGET",
+                "release ${TARGET.file}"),
+}
+
+
+def comstr_var(step: str) -> str:
+    return COMMANDS[step][0] + "STR"
+
+
+def _action(step: str):
+    var = COMMANDS[step][0]
+    return SCons.Action.Action(f"${var}", f"${var}STR")
+
+
+def _with_stamp(step: str):
+    """Emitter part shared by every builder: the step's tool-version stamp is one of its sources."""
+
+    def emit(target, source, env):
+        stamp = env.File(str(stamps.ensure(env)[step]))
+        source = list(source) + ([stamp] if stamp not in source else [])
+        progress.STEP_TARGETS.add(target[0])
+        # ninja (SCons' ninja tool): the same one-line text, and a rule that re-stats outputs.
+        target[0].attributes.ninja_build_callback = ninja.describe_with(step, target, source)
+        ninja.setup(env)
+        return target, source
+
+    return emit
+
+
+def _runtime_emitter(target, source, env):
+    from ..toolchain import openblas, runtime_headers, runtime_sources
+
+    folder = target[0]
+    _, _, blas = openblas()
+    files = [folder.File("libqnnb.so"), folder.File(f"lib{blas}.so"), folder.File("runtime.key"),
+             folder.Dir("include").File("qnnb.h")]
+    if not source:
+        source = [env.File(str(p)) for p in runtime_sources() + runtime_headers()]
+    return _with_stamp("runtime")(files, source, env)
+
+
+def _convert_emitter(target, source, env):
+    """model.cpp, model.bin, model.json; and model.encodings.json for any precision but fp32 (the
+    precision comes from $QNNB_PRECISION, which QnnModel sets; unset means fp32)."""
+    folder = target[0]
+    files = [folder.File("model.cpp"), folder.File("model.bin"), folder.File("model.json")]
+    if env.subst("$QNNB_PRECISION") not in ("", "fp32"):
+        files.append(folder.File("model.encodings.json"))
+    return _with_stamp("convert")(files, source, env)
+
+
+def _test_meta(env):
+    """--name/--precision/--target for test.json, only those that are set."""
+    args = []
+    for flag, var in (("--name", "QNNB_MODEL"), ("--precision", "QNNB_PRECISION"), ("--target", "QNNB_TARGET")):
+        value = env.subst(f"${var}")
+        if value:
+            args += [flag, value]
+    return args
+
+
+BUILDERS = {
+    "QnnRuntime": SCons.Builder.Builder(action=_action("runtime"), emitter=_runtime_emitter,
+                                        target_factory=SCons.Node.FS.Dir, source_factory=SCons.Node.FS.File),
+    "QnnConvert": SCons.Builder.Builder(action=_action("convert"), emitter=_convert_emitter,
+                                        target_factory=SCons.Node.FS.Dir, source_factory=SCons.Node.FS.File),
+    "QnnModelLib": SCons.Builder.Builder(action=_action("model-lib"), emitter=_with_stamp("model-lib"),
+                                         source_factory=SCons.Node.FS.File),
+    "QnnReference": SCons.Builder.Builder(action=_action("reference"), emitter=_with_stamp("reference"),
+                                          source_factory=SCons.Node.FS.File),
+    "QnnTest": SCons.Builder.Builder(action=_action("test"), emitter=_with_stamp("test"),
+                                     source_factory=SCons.Node.FS.File),
+    "QnnRelease": SCons.Builder.Builder(action=_action("release"), emitter=_with_stamp("release"),
+                                        source_factory=SCons.Node.FS.File),
+}
+
+# Construction variables the tool sets when the user has not (env.SetDefault).
+DEFAULTS = {
+    "QNNB_OUTDIR": "#out",
+    "QNNB_MODEL": "",
+    "QNNB_PRECISION": "",
+    "QNNB_SLOT": "",
+    "QNNB_BACKEND": "cpu",
+    "QNNB_TARGET": "",
+    "_QNNB_TEST_META": "${_qnnb_test_meta(__env__)}",
+    "_qnnb_test_meta": _test_meta,
+    **{var: command for var, command, _ in COMMANDS.values()},
+}
+COMSTRS = {var + "STR": text for var, _, text in COMMANDS.values()}

@@ -1,0 +1,174 @@
+"""Tool-version stamps: what each step's output depends on besides its files.
+
+A step must rerun when the tools that make its output change: a qnn-build upgrade or an edit of the
+converter's Python code, a new onnx, onnxruntime, numpy or C++ compiler. SCons cannot see those, so
+the build writes them to small JSON files (only when they change) and makes each step depend on the
+one that describes it:
+
+    out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy
+    out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain.py and qnnb.h, the C++ compiler
+    out/tool-versions/runtime.json     sha256 of toolchain.py, the compiler, what -march=native means here
+                                       (the C++ sources themselves are sources of the runtime step)
+    out/tool-versions/reference.json   sha256 of the reference code, onnx, onnxruntime, numpy
+    out/tool-versions/test.json        sha256 of the test code and the ctypes binding, numpy
+    out/tool-versions/release.json     sha256 of the release code
+    out/tool-versions.json             all of the above in one file (it goes into the release manifest)
+
+An onnxruntime upgrade so reruns the references and nothing else (and the tests only if a reference
+changed); a compiler upgrade rebuilds the runtime and the model libraries, not the conversions.
+"""
+
+import hashlib
+import json
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from .. import __version__
+from ..atomic import write_text
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+# The package's files each step runs, relative to the package (a folder: every *.py below it).
+# convert: everything but what it never imports, so a new converter module is covered by default.
+COMMON = ["__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"]
+NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "release.py", "onnx_backend.py", "toolchain.py")
+SOURCES = {
+    "convert": None,
+    "model-lib": COMMON + ["toolchain.py", "runtime/include/qnnb.h"],
+    "runtime": COMMON + ["toolchain.py"],
+    "reference": COMMON + ["report/__init__.py", "report/data.py", "report/reference.py"],
+    "test": COMMON + ["report/__init__.py", "report/data.py", "report/metrics.py", "report/testrun.py",
+                      "runtime/__init__.py", "runtime/binding.py"],
+    "release": COMMON + ["release.py", "report/__init__.py", "report/manifest.py"],
+}
+PACKAGES = {
+    "convert": ["onnx", "numpy"],
+    "model-lib": [],
+    "runtime": ["scipy-openblas32"],
+    "reference": ["onnx", "onnxruntime", "numpy"],
+    "test": ["numpy"],
+    "release": [],
+}
+COMPILED = ("model-lib", "runtime")
+STEPS = tuple(SOURCES)
+
+
+def source_files(step: str) -> list[Path]:
+    if SOURCES[step] is None:
+        return [p for p in sorted(PACKAGE.rglob("*.py"))
+                if p.relative_to(PACKAGE).parts[0] not in NOT_CONVERTER and "__pycache__" not in p.parts]
+    files = []
+    for entry in SOURCES[step]:
+        path = PACKAGE / entry
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return files
+
+
+def sources_sha256(step: str) -> str:
+    h = hashlib.sha256()
+    for path in source_files(step):
+        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def compiler_info(env_vars: dict) -> dict:
+    """The C++ compiler the steps will run (found with the steps' own environment) and its version."""
+    compiler = env_vars.get("CXX", "g++")
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, env=env_vars, check=True)
+        version = out.stdout.splitlines()[0].strip()
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        version = "not found"
+    native = ""
+    try:
+        out = subprocess.run([compiler, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                             env=env_vars, check=False)
+        native = next((line.split()[-1] for line in out.stdout.splitlines() if line.strip().startswith("-march=")), "")
+    except OSError:
+        pass
+    return {"compiler": compiler, "compiler_version": version, "march_native": native}
+
+
+def _package_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def step_stamps(env_vars: dict) -> dict[str, dict]:
+    """step -> what its outputs depend on besides its files."""
+    compiler = compiler_info(env_vars)
+    stamps = {}
+    for step in STEPS:
+        stamp = {"qnn_build": __version__, "sources_sha256": sources_sha256(step)}
+        for package in PACKAGES[step]:
+            stamp[package] = _package_version(package)
+        if step in COMPILED:
+            stamp["compiler"] = compiler["compiler"]
+            stamp["compiler_version"] = compiler["compiler_version"]
+        if step == "runtime":
+            stamp["machine"] = platform.machine()
+            stamp["march_native"] = compiler["march_native"]
+        stamps[step] = stamp
+    return stamps
+
+
+def summary(stamps: dict[str, dict]) -> dict:
+    """One flat record for people and the release manifest."""
+    record = {"qnn_build": __version__, "python": platform.python_version()}
+    for step, stamp in stamps.items():
+        for key, value in stamp.items():
+            if key == "sources_sha256":
+                record[f"{step}_sources_sha256"] = value
+            elif key != "qnn_build":
+                record[key] = value
+    return record
+
+
+def write_stamps(out_dir, env_vars: dict) -> dict[str, Path]:
+    """Write every stamp (only files whose content changes). Returns step -> path, plus 'all'."""
+    out_dir = Path(out_dir)
+    stamps = step_stamps(env_vars)
+    paths = {}
+    for step, stamp in stamps.items():
+        paths[step] = out_dir / "tool-versions" / f"{step}.json"
+        write_text(paths[step], _dumps(stamp))
+    paths["all"] = out_dir / "tool-versions.json"
+    write_text(paths["all"], _dumps(summary(stamps)))
+    return paths
+
+
+def regenerate_inputs(env_vars: dict) -> list[str]:
+    """Files whose change can change a stamp: for ninja, which only reruns scons when these change."""
+    import shutil
+
+    files = {str(p) for step in STEPS for p in source_files(step)}
+    for package in sorted({p for names in PACKAGES.values() for p in names}):
+        try:
+            dist = metadata.distribution(package)
+            files.update(str(dist.locate_file(f)) for f in dist.files or [] if f.name == "METADATA")
+        except metadata.PackageNotFoundError:
+            pass
+    compiler = shutil.which(env_vars.get("CXX", "g++"), path=env_vars.get("PATH"))
+    if compiler:
+        files.add(str(Path(compiler).resolve()))
+    return sorted(f for f in files if Path(f).exists())
+
+
+def _dumps(value: dict) -> str:
+    return json.dumps(value, indent=1, sort_keys=True) + "\n"
+
+
+_WRITTEN: dict[str, dict[str, Path]] = {}
+
+
+def ensure(env) -> dict[str, Path]:
+    """Write the stamps under the environment's $QNNB_OUTDIR once per build; step -> path."""
+    out_dir = env.Dir("$QNNB_OUTDIR").abspath
+    if out_dir not in _WRITTEN:
+        _WRITTEN[out_dir] = write_stamps(out_dir, dict(env["ENV"]))
+    return _WRITTEN[out_dir]

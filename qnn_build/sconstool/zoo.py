@@ -1,0 +1,278 @@
+"""env.QnnModel / env.QnnZoo / env.QnnZooRelease: a spec file -> every target it implies.
+
+For one spec: load and check it (a bad spec stops the build before anything runs, with the spec
+layer's one-line `file:line: key: message`), write its step configs (only files whose content
+changes), then declare, for each available precision, convert -> model-lib, and for each available
+(precision, slot) with a test section, a test against the model's reference:
+
+    out/<model>/reference.config.json, reference.npz          one per model (onnxruntime, float)
+    out/<model>/<precision>/convert.config.json                 (from the spec layer)
+    out/<model>/<precision>/{model.cpp, model.bin, model.json, libmodel.so}
+    out/<model>/<precision>/<slot>/{test.config.json, test.json}
+    out/runtime/<host target>/{libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h}   one per build
+    out/release/{release.config.json, <zoo>-<version>.tar.gz}
+
+Unavailable precisions (configs/precisions.yaml `available: false`), backends (configs/backends) and
+cross targets are skipped with one note line per model. Aliases: `<model>`, `test`, `runtime`,
+`release`.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import SCons.Node
+import SCons.Script
+
+from ..atomic import write_text
+from ..errors import QnnBuildError
+from ..spec import load_spec, load_zoo, resolve, write_step_configs
+from ..spec.resolve import canonical_json
+from . import progress, stamps
+
+# Per build (one SCons process): what has been declared, keyed by the output folder.
+_MODELS: dict[str, dict] = {}      # out dir -> {model name: declared model}
+_RUNTIMES: dict[str, list] = {}    # out dir -> runtime target nodes
+_RELEASED: set = set()             # out dirs whose release is declared
+
+
+def qnn_model(env, spec, configs=None):
+    """Declare every target of one spec. Returns the model's alias node (a list of one node)."""
+    try:
+        loaded = load_spec(_path(env, spec), configs)
+        return _declare(env, loaded)
+    except QnnBuildError as e:
+        _stop(e)
+
+
+def qnn_zoo(env, specs, configs=None, release=True):
+    """Declare every spec (checked together first: nothing is written unless all are valid) and the
+    zoo's release. Returns the list of model alias nodes: a good Default()."""
+    paths = sorted((_path(env, s) for s in env.Flatten([specs])), key=str)
+    try:
+        loaded = load_zoo(paths, configs)
+        for spec in loaded:
+            _check_unique(env, spec)
+        aliases = [node for spec in loaded for node in _declare(env, spec)]
+        if release and loaded:
+            qnn_zoo_release(env)
+        return aliases
+    except QnnBuildError as e:
+        _stop(e)
+
+
+def qnn_zoo_release(env, target=None):
+    """Declare the release archive of every model declared so far (call it after the last QnnModel)."""
+    out = env.Dir("$QNNB_OUTDIR")
+    models = _MODELS.get(out.abspath, {})
+    if not models:
+        raise SCons.Errors.UserError("QnnZooRelease: no models declared yet (call QnnModel or QnnZoo first)")
+    if out.abspath in _RELEASED:
+        raise SCons.Errors.UserError("QnnZooRelease: the release of this zoo is already declared")
+    _RELEASED.add(out.abspath)
+    first = next(iter(models.values()))
+    zoo, version = first["zoo"], first["version"]
+    root = env.Dir("#").abspath
+    runtime = _runtime(env)
+    config = {
+        "zoo": zoo,
+        "zoo_version": version,
+        "runtime": {"target": first["host"], "libraries": [_rel(n, root) for n in runtime[:2]],
+                    "header": _rel(runtime[3], root)},
+        "tool_versions": _rel(env.File(str(stamps.ensure(env)["all"])), root),
+        "models": [m["release"] for _, m in sorted(models.items())],
+        "skipped": [note for _, m in sorted(models.items()) for note in m["skipped"]],
+    }
+    config_path = Path(out.abspath, "release", "release.config.json")
+    write_text(config_path, canonical_json(config))
+    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], env.File(str(stamps.ensure(env)["all"]))]
+    for model in models.values():
+        inputs += model["release_inputs"]
+    target = target or out.Dir("release").File(f"{zoo}-{version}.tar.gz")
+    node = env.QnnRelease(target, inputs, QNNB_MODEL=zoo)
+    env.Alias("release", node)
+    env.Clean(node, out.Dir("release"))
+    return node
+
+
+def _declare(env, spec):
+    _check_unique(env, spec)
+    model = _Model(env, spec)
+    for precision in spec.precisions:
+        model.precision(precision)
+    return model.finish()
+
+
+class _Model:
+    """The targets of one spec, declared precision by precision, slot by slot."""
+
+    def __init__(self, env, spec):
+        self.env, self.spec, self.name = env, spec, spec.name
+        self.root = env.Dir("#").abspath
+        self.out = env.Dir("$QNNB_OUTDIR")
+        self.resolved = resolve(spec, self.root)
+        write_step_configs(self.resolved, self.out.abspath)
+        self.host = spec.configs.host_target
+        self.dir = self.out.Dir(self.name)
+        self.runtime = _runtime(env, self.host)
+        self.source = env.File(str(spec.source))
+        self.test_data = env.File(str(spec.test["data"])) if spec.test else None
+        self.alias = env.Alias(self.name)
+        self.reference = None
+        self.skipped, self.rows, self.tests, self.libs, self.builds = [], [], [], [], []
+        self.release_inputs = [env.File(str(spec.path)), self.source]
+
+    def precision(self, precision: str) -> None:
+        """convert -> model-lib for the host target, then a test per available slot."""
+        info = self.spec.configs.precisions[precision]
+        if not info.get("available", True):
+            self._skip(precision, None, "precision not available yet")
+            return
+        folder = self.dir.Dir(precision)
+        inputs = [folder.File("convert.config.json"), self.source]
+        if info["kind"] == "quantized":
+            inputs.append(self.env.File(str(self.spec.calibration)))
+            if self.spec.quantization.get("overrides"):
+                inputs.append(self.env.File(str(self.spec.quantization["overrides"])))
+        converted = self.env.QnnConvert(folder, inputs, QNNB_MODEL=self.name, QNNB_PRECISION=precision)
+        for target in self.resolved.model_lib:
+            if target != self.host:
+                self.skipped.append((f"{precision}@{target}", "cross-compiling is not available yet"))
+        if self.host not in self.resolved.model_lib:
+            return
+        lib = self.env.QnnModelLib(folder.File("libmodel.so"), [converted[0], converted[1],
+                                   self.dir.Dir("model_lib").File(f"{self.host}.config.json")],
+                                   QNNB_MODEL=self.name, QNNB_PRECISION=precision)
+        self.libs += lib
+        self.release_inputs += [lib[0], converted[2]]
+        build = {"precision": precision, "target": self.host, "library": _rel(lib[0], self.root),
+                 "model_json": _rel(converted[2], self.root), "tests": {},
+                 "shared_lib": self.spec.configs.targets[self.host]["shared_lib"].format(name=self.name)}
+        for slot, where in self.resolved.slots.items():
+            unsupported = self.spec.configs.unsupported_reason(precision, where["backend"])
+            if unsupported:
+                self._skip(precision, slot, unsupported)
+            elif not where["available"]:
+                self._skip(precision, slot, f"backend {where['backend']} not available yet")
+            elif where["target"] != self.host:
+                self._skip(precision, slot, "cross targets are not available yet")
+            else:
+                self._test(precision, slot, where, converted, lib, build)
+        self.builds.append(build)
+
+    def _test(self, precision, slot, where, converted, lib, build) -> None:
+        steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0]))]
+        test = None
+        if (precision, slot) in self.resolved.test:
+            self.reference = self.reference or _reference(self.env, self.spec, self.dir, self.source,
+                                                          self.test_data, self.root)
+            folder = self.dir.Dir(precision).Dir(slot)
+            test = self.env.QnnTest(folder.File("test.json"), [folder.File("test.config.json"), lib[0],
+                                    self.reference[0], self.runtime[0], self.test_data],
+                                    QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_SLOT=slot,
+                                    QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"])
+            if _last_result_failed(test[0]):
+                self.env.AlwaysBuild(test)
+            self.tests += test
+            build["tests"][where["backend"]] = _rel(test[0], self.root)
+            self.release_inputs.append(test[0])
+            steps += [("reference", str(self.reference[0])), ("test", str(test[0]))]
+        self.rows.append({"model": self.name, "precision": precision, "target": slot, "library": lib[0].abspath,
+                          "test": test[0].abspath if test else None, "steps": steps,
+                          "nodes": [self.alias[0], lib[0]] + ([test[0]] if test else [])})
+
+    def _skip(self, precision, slot, why) -> None:
+        self.skipped.append((precision if slot is None else f"{precision} on {slot}", why))
+        for each in [slot] if slot else self.resolved.slots:
+            self.rows.append({"model": self.name, "precision": precision, "target": each, "skipped": why,
+                              "steps": [], "nodes": [self.alias[0]]})
+
+    def finish(self):
+        env, spec = self.env, self.spec
+        env.Alias(self.name, self.libs + self.tests)
+        env.Alias("test", self.tests)  # declared even when empty: `scons test` always means something
+        env.Clean(self.alias, self.dir)
+        progress.ROWS.extend(self.rows)
+        if self.skipped:
+            print(f"note: {self.name}: skipped {', '.join(f'{what} ({why})' for what, why in self.skipped)}")
+        # ninja: a spec or configs/ edit reruns scons, which rewrites the step configs it changes.
+        for path in [spec.path, *sorted(Path(spec.configs.dir).rglob("*.yaml"))]:
+            SCons.Node.SConscriptNodes.add(env.File(str(path)))
+        _MODELS.setdefault(self.out.abspath, {})[self.name] = {
+            "zoo": spec.configs.zoo["name"], "version": spec.configs.zoo["version"], "host": self.host,
+            "where": spec.where("name"), "skipped": [f"{self.name} {what}: {why}" for what, why in self.skipped],
+            "release": {"name": self.name, "spec": _rel(env.File(str(spec.path)), self.root),
+                        "source": _rel(self.source, self.root), "builds": self.builds},
+            "release_inputs": self.release_inputs,
+        }
+        return self.alias
+
+
+def _reference(env, spec, model_dir, source, test_data, root):
+    config = {
+        "source": _rel(source, root),
+        "input_dims": {n: e["shape"] for n, e in spec.inputs.items()},
+        "input_values": {n: e["value"] for n, e in spec.inputs.items() if e["value"] is not None},
+        "out_nodes": spec.outputs,
+        "data": _rel(test_data, root),
+        "samples": spec.test["samples"],
+    }
+    config_file = model_dir.File("reference.config.json")
+    write_text(config_file.abspath, canonical_json(config))
+    return env.QnnReference(model_dir.File("reference.npz"), [config_file, source, test_data], QNNB_MODEL=spec.name)
+
+
+def _runtime(env, host=None):
+    """The runtime library of this build (declared once): [libqnnb.so, lib<blas>.so, runtime.key, qnnb.h]."""
+    out = env.Dir("$QNNB_OUTDIR")
+    if out.abspath not in _RUNTIMES:
+        host = host or "x86_64-linux"
+        nodes = env.QnnRuntime(target=out.Dir("runtime").Dir(host), source=[], QNNB_TARGET=host)
+        env.Alias("runtime", nodes)
+        env.Clean(nodes, [out.Dir("runtime"), out.Dir("tool-versions"), out.File("tool-versions.json"),
+                          out.Dir("release")])
+        # ninja reruns scons (which rewrites configs and stamps) when one of these changes.
+        tool_sources = sorted(Path(__file__).parent.glob("*.py")) + sorted(Path(__file__).parents[1].glob("spec/*"))
+        for path in stamps.regenerate_inputs(dict(env["ENV"])) + [str(p) for p in tool_sources]:
+            SCons.Node.SConscriptNodes.add(env.File(path))
+        _RUNTIMES[out.abspath] = nodes
+    return _RUNTIMES[out.abspath]
+
+
+def _last_result_failed(node) -> bool:
+    """A test that missed a threshold wrote test.json and failed. SCons keeps no signature for it, but
+    it keeps the one of the last passing run: were the inputs put back as they were then, SCons would
+    take the failed test.json as up to date. So a test whose test.json says it failed always reruns."""
+    try:
+        return json.loads(Path(node.abspath).read_text()).get("passed") is False
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _check_unique(env, spec) -> None:
+    declared = _MODELS.get(env.Dir("$QNNB_OUTDIR").abspath, {})
+    if spec.name in declared:
+        how = "" if "name" in spec.yaml.data else " (from the file name)"
+        raise spec.yaml.error(("name",), f"model name '{spec.name}'{how} is already used by "
+                                         f"{declared[spec.name]['where']}; names must be unique")
+
+
+def _path(env, spec) -> str:
+    """A spec given as a string (relative to the calling SConscript) or a node -> its absolute path.
+    Messages still show it relative to the working directory (the spec layer's display_path)."""
+    node = spec if isinstance(spec, SCons.Node.Node) else env.File(str(spec))
+    return node.abspath
+
+
+def _rel(node, root) -> str:
+    path = node.abspath if hasattr(node, "abspath") else str(node)
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def _stop(error) -> None:
+    """A bad spec: its one line, and nothing runs."""
+    progress.ROWS.clear()
+    sys.stderr.write(f"scons: *** {error}\n")
+    sys.stderr.flush()
+    SCons.Script.Exit(2)
