@@ -2,15 +2,15 @@
 whose condition became known once inputs were pinned.
 
 Shapes come from onnx's own shape inference; constant nodes are evaluated by onnx's reference
-implementation, so every op onnx knows can fold without a rule of ours.
+implementation (reference.py), so every op onnx knows can fold without a rule of ours.
 """
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
-from onnx.reference import ReferenceEvaluator
 
 from ..errors import ConvertError
+from .reference import evaluator
 
 # Ops whose output is not a function of their inputs, and ops that must stay in the graph.
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -111,7 +111,7 @@ def _try_fold(node, consts, shapes, opset, model):
                               [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None)
                                for o in node.output if o]),
             opset_imports=[helper.make_opsetid("", opset)], ir_version=model.ir_version)
-        outs = ReferenceEvaluator(sub).run(None, {i: consts[i] for i in inputs})
+        outs = evaluator(sub).run(None, {i: consts[i] for i in inputs})
     except Exception:
         return None  # leave it to the converter, which names what it cannot do
     if sum(np.asarray(o).nbytes for o in outs) > _MAX_FOLDED_BYTES:

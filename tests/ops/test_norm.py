@@ -58,6 +58,10 @@ CASES = [
            consts={"g": r(6), "b": r(6), "m": r(6), "v": pos(6)}, attrs={"epsilon": 1e-2}, id="batchnorm_2d_eps"),
     OpCase("BatchNormalization", {"x": r(2, 3, 5)},
            consts={"g": r(3), "b": r(3), "m": r(3), "v": pos(3)}, opset=9, id="batchnorm_opset9"),
+    # A BatchNormalization of constants folds at convert time, in inference mode (onnx's opset-9
+    # reference would use the batch statistics: qnn_build/ir/reference.py).
+    OpCase("BatchNormalization", {}, consts={"x": r(2, 3, 5), "g": r(3), "b": r(3), "m": r(3), "v": pos(3)},
+           attrs={"momentum": 0.9}, opset=9, id="batchnorm_opset9_constant_folds_in_inference_mode"),
     OpCase("BatchNormalization", {"x": r(2, 3, 2, 2)},
            consts={"g": r(3), "b": r(3), "m": r(3), "v": pos(3)}, opset=7, id="batchnorm_opset7"),
     OpCase("BatchNormalization", {"x": r(2, 3, 4, 5), "g": r(3), "b": r(3), "m": r(3), "v": pos(3)},
