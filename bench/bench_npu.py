@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import quant_peers as peers  # noqa: E402
-from bench_cpu import openvino_runner  # noqa: E402
-from bench_quant import load_samples, pinned_model, shipped_models, short_reason  # noqa: E402
-from common import geomean, interleaved_medians  # noqa: E402
+import quant_peers as peers
+from bench_cpu import openvino_runner
+from bench_quant import load_samples, pinned_model, shipped_models, short_reason
+from common import geomean, interleaved_medians
 
-from qnn_build.convert import convert  # noqa: E402
-from qnn_build.runtime.binding import Model  # noqa: E402
-from qnn_build.toolchain import build_model_lib  # noqa: E402
+from qnn_build.convert import convert
+from qnn_build.runtime.binding import Model
+from qnn_build.toolchain import build_model_lib
 
 
 def ours_runner(float_path, dims, calib_npz, feeds, workdir):
@@ -88,8 +88,8 @@ def main() -> int:
         def ms(v):
             return f"{v * 1e3:9.3f}" if v else f"{'-':>9}"
 
-        def ratio(v, width):
-            return f"{t['npu'] / v:{width}.2f}" if v else f"{'-':>{width}}"
+        def ratio(v, width, npu=t["npu"]):
+            return f"{npu / v:{width}.2f}" if v else f"{'-':>{width}}"
 
         print(f"{bench.name:<20} {ms(t['npu'])} {ms(ort)} {ms(ov)} {ratio(ort, 8)} {ratio(ov, 7)} {ratio(best, 9)}"
               + "".join(f"   ({name}: {why})" for name, why in missing.items()))

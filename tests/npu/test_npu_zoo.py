@@ -64,7 +64,7 @@ def test_npu_matches_cpu_within_one_lsb_and_its_own_bytes_everywhere(tmp_path, s
         enc = out["encoding"]
         bound = 1 if enc["bitwidth"] == 8 else 8
 
-        def q(y):
+        def q(y, enc=enc):
             return np.round(y / np.float32(enc["scale"])).astype(np.int64) - enc["offset"]
 
         worst = max(np.abs(q(n[out["name"]]) - q(c[out["name"]])).max() for n, c in zip(npu, cpu))
