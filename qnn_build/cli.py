@@ -2,7 +2,9 @@
 
     qnn-build convert MODEL.onnx -o DIR [--input-dim NAME 1,3,224,224] [--input-value NAME 16000] [--out-node NAME]
     qnn-build model-lib --cpp DIR/model.cpp --bin DIR/model.bin -o DIR/libmodel.so
+    qnn-build context-binary --backend npu --model libmodel.so -o model.ctx
     qnn-build net-run --backend cpu --model libmodel.so --input-list LIST --output-dir OUT
+    qnn-build net-run --backend npu --retrieve-context model.ctx --input-list LIST --output-dir OUT
     qnn-build runtime -o out/runtime/x86_64-linux
     qnn-build reference --config out/M/reference.config.json -o out/M/reference.npz
     qnn-build test --model libmodel.so --backend cpu --runtime libqnnb.so --reference reference.npz \
@@ -124,15 +126,35 @@ def cmd_model_lib(args) -> None:
     _say(args, f"built {out}")
 
 
+def cmd_context_binary(args) -> None:
+    from .runtime.context import build_context
+
+    _load_config(args, {"backend": "cpu"})
+    for flag, value in (("--model", args.model), ("-o", args.output)):
+        if not value:
+            raise QnnBuildError(f"context-binary needs {flag}")
+    info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime)
+    _say(args, f"built {args.output} for {args.backend}: {info['file_bytes']} bytes; "
+               f"activation arena {info['arena_bytes']} bytes (all tensors apart: {info['tensor_bytes']})")
+
+
+def _model_source(args, step: str) -> dict:
+    """--model or --retrieve-context (exactly one) as Model() arguments."""
+    if bool(args.model) == bool(args.retrieve_context):
+        raise QnnBuildError(f"{step} needs --model or --retrieve-context (one of them)")
+    return {"model_lib": args.model, "context": args.retrieve_context}
+
+
 def cmd_net_run(args) -> None:
     from .runtime.binding import Model
     from .runtime.netrun import net_run
 
     _load_config(args, {"backend": "cpu", "threads": 1})
-    for flag, value in (("--model", args.model), ("--input-list", args.input_list), ("--output-dir", args.output_dir)):
+    source = _model_source(args, "net-run")
+    for flag, value in (("--input-list", args.input_list), ("--output-dir", args.output_dir)):
         if not value:
             raise QnnBuildError(f"net-run needs {flag}")
-    model = Model(args.model, backend=args.backend, threads=args.threads, runtime=args.runtime)
+    model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling=args.profiling_level is not None)
     _say(args, f"ran {profile['num_inferences']} inference(s) on {args.backend} -> {args.output_dir}")
@@ -174,14 +196,14 @@ def cmd_test(args) -> None:
 
     args.thresholds = _pairs(args.thresholds, float, "KEY=VALUE", "=")
     _load_config(args, {"backend": "cpu", "threads": 1})
-    for flag, value in (("--model", args.model), ("--reference", args.reference), ("--data", args.data),
-                        ("-o", args.output)):
+    source = _model_source(args, "test")
+    for flag, value in (("--reference", args.reference), ("--data", args.data), ("-o", args.output)):
         if not value:
             raise QnnBuildError(f"test needs {flag}")
-    result = run_test(args.model, args.reference, args.data, args.output, backend=args.backend,
+    result = run_test(source["model_lib"], args.reference, args.data, args.output, backend=args.backend,
                       runtime=args.runtime, labels=args.labels, samples=args.samples,
                       thresholds=_mapping(args.thresholds), name=args.name or "", precision=args.precision or "",
-                      target=args.target or "", threads=args.threads)
+                      target=args.target or "", threads=args.threads, context=source["context"])
     _say(args, f"test passed: {result['samples']} sample(s) -> {args.output}")
 
 
@@ -291,9 +313,17 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--bin", help="model.bin from convert")
     m.add_argument("-o", "--output", help="the library to write (or a directory for libmodel.so)")
 
-    n = step("net-run", "run a model library over an input list", cmd_net_run)
+    x = step("context-binary", "libmodel.so -> model.ctx: the graph finalized on a backend, serialized "
+                               "(docs/context-binary.md)", cmd_context_binary)
+    x.add_argument("--backend", choices=["cpu", "npu"], help="backend to finalize on (default cpu)")
+    x.add_argument("--model", help="the model library (libmodel.so)")
+    x.add_argument("-o", "--output", help="the context binary to write (model.ctx; also writes model.ctx.json)")
+    x.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+
+    n = step("net-run", "run a model library or a context binary over an input list", cmd_net_run)
     n.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
     n.add_argument("--model", help="the model library (libmodel.so)")
+    n.add_argument("--retrieve-context", metavar="CTX", help="run from this context binary instead of --model")
     n.add_argument("--input-list", help="qnn-net-run input list: one line per inference of name:=path.raw")
     n.add_argument("--output-dir", help="where Result_N/<output>.raw go")
     n.add_argument("--num-inferences", type=int, help="run this many inferences (default: one per line)")
@@ -320,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = step("test", "run a model library over the test data, compare with the reference -> test.json",
              cmd_test)
     t.add_argument("--model", help="the model library (libmodel.so)")
+    t.add_argument("--retrieve-context", metavar="CTX", help="run from this context binary instead of --model")
     t.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
     t.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
     t.add_argument("--reference", help="reference .npz from `qnn-build reference`")

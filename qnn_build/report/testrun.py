@@ -30,12 +30,13 @@ class TestFailed(QnnBuildError):
 
 
 def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=None, labels=None,
-             samples=None, thresholds=None, name="", precision="", target="", threads=1) -> dict:
+             samples=None, thresholds=None, name="", precision="", target="", threads=1,
+             context=None) -> dict:
     from ..runtime.binding import Model
 
     thresholds = dict(thresholds or {})
     _check_threshold_keys(thresholds)
-    model = Model(model_lib, backend=backend, threads=threads, runtime=runtime)
+    model = Model(model_lib, backend=backend, threads=threads, runtime=runtime, context=context)
     data = open_npz(data_path, "test data")
     ref = open_npz(reference, "reference")
     count = sample_count(data, [i.name for i in model.inputs], samples, data_path)

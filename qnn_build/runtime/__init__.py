@@ -4,8 +4,10 @@ qnn-net-run file formats (input lists, raw tensors, Result_N outputs, profile.js
     import qnn_build.runtime as rt
     model = rt.load("out/digits_cnn/fp32/libmodel.so", backend="cpu")
     outputs = model.run({"image": x})        # dict of numpy arrays in, dict out
+    open("model.ctx", "wb").write(model.context_binary())
+    model = rt.load_context("model.ctx", backend="cpu")   # no model library needed
 """
 
-from .binding import IOInfo, Model, load, runtime_library
+from .binding import IOInfo, Model, load, load_context, runtime_library
 
-__all__ = ["IOInfo", "Model", "load", "runtime_library"]
+__all__ = ["IOInfo", "Model", "load", "load_context", "runtime_library"]

@@ -51,6 +51,12 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     lib.qnnb_graph_num_tensors.restype = i32
     lib.qnnb_graph_tensor.argtypes = [vp, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
                                       ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(vp)]
+    lib.qnnb_graph_serialize.argtypes = [vp, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_size_t)]
+    lib.qnnb_buffer_free.argtypes = [vp]
+    lib.qnnb_buffer_free.restype = None
+    lib.qnnb_graph_load_context_file.argtypes = [vp, cp]
+    lib.qnnb_graph_load_context.argtypes = [vp, vp, ctypes.c_size_t]
+    lib.qnnb_graph_memory_plan.argtypes = [vp, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]
     lib.qnnb_graph_last_error.argtypes = [vp]
     lib.qnnb_graph_last_error.restype = cp
     lib.qnnb_status_string.argtypes = [ctypes.c_int]
@@ -60,13 +66,19 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
 
 
 class Model:
-    """A model library composed into a backend and finalized, ready to execute."""
+    """A graph ready to execute: a model library composed into a backend and finalized, or a
+    context binary loaded (`context=`, no model library needed)."""
 
-    def __init__(self, model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None,
-                 keep_tensors: bool = False):
+    def __init__(self, model_lib=None, backend: str = "cpu", threads: int = 1, runtime: str | None = None,
+                 keep_tensors: bool = False, context=None):
         self.timings: dict[str, float] = {}
-        t0 = time.perf_counter()
+        self.backend = backend
+        self._graph = None
         self._rt = runtime_library(runtime)
+        if context is not None:
+            self._retrieve(context, backend, threads, keep_tensors)
+            return
+        t0 = time.perf_counter()
         path = Path(model_lib)
         if not path.is_file():
             raise QnnBuildError(f"{model_lib}: model library not found")
@@ -76,12 +88,7 @@ class Model:
         except (OSError, AttributeError) as e:
             raise QnnBuildError(f"{model_lib}: not a qnn-build model library ({e})") from None
         t1 = time.perf_counter()
-        self._graph = ctypes.c_void_p()
-        status = self._rt.qnnb_graph_create(backend.encode(), ctypes.byref(self._graph))
-        if status != 0:
-            raise QnnBuildError(f"backend '{backend}' is not available in this runtime")
-        self._check(self._rt.qnnb_graph_set_threads(self._graph, int(threads)), "set threads")
-        self._check(self._rt.qnnb_graph_set_keep_tensors(self._graph, int(keep_tensors)), "keep tensors")
+        self._create(backend, threads, keep_tensors)
         self._check(self._rt.qnnb_graph_compose(self._graph, ctypes.cast(compose, ctypes.c_void_p)), "compose")
         t2 = time.perf_counter()
         self.inputs = self._io(False)
@@ -89,7 +96,48 @@ class Model:
         self._check(self._rt.qnnb_graph_finalize(self._graph), "finalize")
         t3 = time.perf_counter()
         self.timings = {"load_us": (t1 - t0) * 1e6, "compose_us": (t2 - t1) * 1e6, "finalize_us": (t3 - t2) * 1e6}
-        self.backend = backend
+
+    def _create(self, backend: str, threads: int, keep_tensors: bool) -> None:
+        self._graph = ctypes.c_void_p()
+        status = self._rt.qnnb_graph_create(backend.encode(), ctypes.byref(self._graph))
+        if status != 0:
+            self._graph = None
+            raise QnnBuildError(f"backend '{backend}' is not available in this runtime")
+        self._check(self._rt.qnnb_graph_set_threads(self._graph, int(threads)), "set threads")
+        self._check(self._rt.qnnb_graph_set_keep_tensors(self._graph, int(keep_tensors)), "keep tensors")
+
+    def _retrieve(self, context, backend: str, threads: int, keep_tensors: bool) -> None:
+        """Load a context binary: a path (memory-mapped) or bytes."""
+        if not isinstance(context, (bytes, bytearray)) and not Path(context).is_file():
+            raise QnnBuildError(f"{context}: context binary not found")
+        t0 = time.perf_counter()
+        self._create(backend, threads, keep_tensors)
+        if isinstance(context, (bytes, bytearray)):
+            self._context_bytes = bytes(context)  # used in place or copied by the runtime; kept alive
+            status = self._rt.qnnb_graph_load_context(self._graph, self._context_bytes, len(self._context_bytes))
+        else:
+            status = self._rt.qnnb_graph_load_context_file(self._graph, os.fsencode(context))
+        if status != 0:  # the runtime's message names the check that failed
+            where = "context binary" if isinstance(context, (bytes, bytearray)) else str(context)
+            raise RuntimeFailure(f"{where}: {self._rt.qnnb_graph_last_error(self._graph).decode('utf-8', 'replace')}")
+        self.timings = {"retrieve_us": (time.perf_counter() - t0) * 1e6}
+        self.inputs = self._io(False)
+        self.outputs = self._io(True)
+
+    def context_binary(self) -> bytes:
+        """This finalized graph's context binary."""
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        self._check(self._rt.qnnb_graph_serialize(self._graph, ctypes.byref(data), ctypes.byref(size)), "serialize")
+        try:
+            return ctypes.string_at(data.value, size.value)
+        finally:
+            self._rt.qnnb_buffer_free(data)
+
+    def memory_plan(self) -> dict[str, int]:
+        """{"arena_bytes", "tensor_bytes"}: the one activation arena against every activation apart."""
+        arena, total = ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(self._rt.qnnb_graph_memory_plan(self._graph, ctypes.byref(arena), ctypes.byref(total)), "plan")
+        return {"arena_bytes": arena.value, "tensor_bytes": total.value}
 
     def _check(self, status: int, what: str) -> None:
         if status != 0:
@@ -159,3 +207,8 @@ class Model:
 
 def load(model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None) -> Model:
     return Model(model_lib, backend, threads, runtime)
+
+
+def load_context(context, backend: str = "cpu", threads: int = 1, runtime: str | None = None) -> Model:
+    """A context binary (a path or its bytes) ready to execute on `backend`."""
+    return Model(None, backend, threads, runtime, context=context)

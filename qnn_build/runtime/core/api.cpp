@@ -1,44 +1,20 @@
 // The C API: a graph is composed through the table handed to the model library, finalized (kernels
 // found and prepared, memory allocated) and executed. Every entry point returns a status.
-#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "gemm.h"
-#include "graph.h"
+#include "graph_impl.h"
 #include "quant.h"
-
-#define QNNB_RUNTIME_VERSION "0.1.0"
-
-struct qnnb_graph {
-    const qnnb::Backend* backend = nullptr;
-    std::vector<std::unique_ptr<qnnb::Tensor>> tensors;
-    std::vector<std::unique_ptr<qnnb::Node>> nodes;
-    std::vector<qnnb::Tensor*> inputs;
-    std::vector<qnnb::Tensor*> outputs;
-    std::vector<void*> buffers;  // activation memory, freed with the graph
-    std::vector<std::vector<float>> dequantized;  // float copies of quantized constants (float backends)
-    std::vector<void*> input_copies;              // per input: its rounded copy when it is encoded
-    std::vector<qnnb_dtype> output_dtypes;        // outputs' dtypes as the caller sees them
-    bool keep_tensors = false;
-    qnnb::ExecContext ctx;
-    bool finalized = false;
-    std::string last_error;
-
-    ~qnnb_graph() {
-        for (void* b : buffers) std::free(b);
-    }
-    qnnb_status fail(qnnb_status status, const std::string& message) {
-        last_error = message;
-        return status;
-    }
-};
 
 namespace {
 
 using qnnb::Node;
 using qnnb::Tensor;
+using qnnb::rounds_activation;
+using qnnb::stores_integers;
 
 Tensor* tensor_at(qnnb_graph* g, qnnb_tensor_id id) {
     if (id < 0 || static_cast<size_t>(id) >= g->tensors.size()) return nullptr;
@@ -164,17 +140,6 @@ qnnb_status dequantize_constants(qnnb_graph* g) {
     return QNNB_OK;
 }
 
-// Activations rounded after the node that writes them: every encoded float activation on a float
-// backend; fp16 activations on an integer backend (its fp16 storage semantics).
-bool rounds_activation(const qnnb_graph* g, const Tensor* t) {
-    if (!t || t->is_const() || t->dtype != QNNB_FLOAT32 || !t->encoding.present()) return false;
-    return g->backend->float_simulation || t->encoding.kind == QNNB_ENCODING_FP16;
-}
-
-bool stores_integers(const Tensor* t) {
-    return !t->is_const() && (t->dtype == QNNB_UINT8 || t->dtype == QNNB_UINT16) && t->encoding.present();
-}
-
 // On an integer backend: integer-encoded activations are stored as their unsigned integers, half
 // constants become float for the fp16 nodes, and a graph with unencoded float activations is refused.
 qnnb_status prepare_integer_storage(qnnb_graph* g) {
@@ -200,11 +165,6 @@ qnnb_status prepare_integer_storage(qnnb_graph* g) {
         }
     }
     return QNNB_OK;
-}
-
-void* aligned_alloc64(size_t n) {
-    size_t rounded = (n + 63) / 64 * 64;
-    return std::aligned_alloc(64, rounded ? rounded : 64);
 }
 
 }  // namespace
@@ -243,37 +203,11 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
     if (!g) return QNNB_ERR_INVALID_ARGUMENT;
     if (g->finalized) return g->fail(QNNB_ERR_STATE, "graph already finalized");
     if (g->outputs.empty()) return g->fail(QNNB_ERR_STATE, "graph has no outputs (set_io not called)");
-    for (Tensor* t : g->outputs) g->output_dtypes.push_back(t->dtype);  // before storage changes
+    for (Tensor* t : g->inputs) g->input_dtypes.push_back(t->dtype);  // before storage changes
+    for (Tensor* t : g->outputs) g->output_dtypes.push_back(t->dtype);
     qnnb_status s = g->backend->float_simulation ? dequantize_constants(g) : prepare_integer_storage(g);
     if (s != QNNB_OK) return s;
-    for (Tensor* t : g->inputs) {
-        void* copy = nullptr;
-        if (rounds_activation(g, t) || stores_integers(t)) {
-            copy = aligned_alloc64(t->nbytes());
-            if (!copy) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for '" + t->name + "'");
-            g->buffers.push_back(copy);
-        }
-        g->input_copies.push_back(copy);
-    }
-    for (auto& node : g->nodes) {
-        node->kernel = g->backend->find_kernel(*node);
-        if (!node->kernel)
-            return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op +
-                                                     "): no " + g->backend->name + " kernel for this op" +
-                                                     (g->backend->float_simulation ? "" :
-                                                      " (convert with --float-fallback to keep such nodes in fp16)"));
-        for (Tensor* t : node->out) {
-            if (!t || t->data) continue;
-            t->data = aligned_alloc64(t->nbytes());
-            if (!t->data) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for '" + t->name + "'");
-            g->buffers.push_back(t->data);
-        }
-        std::string err;
-        if (!node->kernel->prepare(*node, err))
-            return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op + "): " + err);
-    }
-    g->finalized = true;
-    return QNNB_OK;
+    return qnnb::bind_graph(g);
 }
 
 qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* const* outputs) {
@@ -348,8 +282,9 @@ qnnb_status qnnb_graph_io(const qnnb_graph* g, int32_t is_output, int32_t index,
     const auto& list = is_output ? g->outputs : g->inputs;
     if (static_cast<size_t>(index) >= list.size()) return QNNB_ERR_INVALID_ARGUMENT;
     const Tensor* t = list[static_cast<size_t>(index)];
+    const auto& caller_dtypes = is_output ? g->output_dtypes : g->input_dtypes;  // set at finalize
     if (name) *name = t->name.c_str();
-    if (dtype) *dtype = t->dtype;
+    if (dtype) *dtype = g->finalized ? caller_dtypes[static_cast<size_t>(index)] : t->dtype;
     if (rank) *rank = t->rank();
     if (dims)
         for (int i = 0; i < t->rank(); ++i) dims[i] = t->shape[static_cast<size_t>(i)];

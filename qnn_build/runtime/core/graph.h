@@ -72,6 +72,7 @@ public:
     std::vector<int64_t> ints(const std::string& name, std::vector<int64_t> def = {}) const;
     std::vector<float> floats(const std::string& name, std::vector<float> def = {}) const;
     std::string s(const std::string& name, const std::string& def = "") const;
+    const std::map<std::string, Param>& all() const { return map_; }  // in name order (serialization)
 
 private:
     std::map<std::string, Param> map_;

@@ -159,6 +159,32 @@ QNNB_EXPORT qnnb_status qnnb_graph_tensor(const qnnb_graph* graph, int32_t index
                                           qnnb_dtype* dtype, int32_t* rank, int64_t* dims,
                                           const void** data);
 
+/* ---- Context binaries (docs/context-binary.md) ----
+ * A finalized graph serialized: its schedule, memory plan and constants in finalized storage, for
+ * this backend and this runtime's target. Loading one replaces compose + finalize and needs neither
+ * the model library nor the source model:
+ *
+ *     qnnb_graph* g = NULL;
+ *     qnnb_graph_create("npu", &g);
+ *     if (qnnb_graph_load_context_file(g, "model.ctx") != QNNB_OK)   // ready to execute when OK
+ *         fprintf(stderr, "%s\n", qnnb_graph_last_error(g));         // names the check that failed
+ *
+ * A context of another backend, format version, runtime version or target, a truncated or
+ * corrupted file is refused with QNNB_ERR_BAD_CONTEXT. */
+
+/* The finalized graph's context binary in a new buffer (free it with qnnb_buffer_free). */
+QNNB_EXPORT qnnb_status qnnb_graph_serialize(qnnb_graph* graph, void** data, size_t* size);
+QNNB_EXPORT void qnnb_buffer_free(void* data);
+/* Load into a graph fresh from qnnb_graph_create (threads and keep_tensors may be set first).
+ * From a file: memory-mapped, constants used in place. From memory: used in place when `data` is
+ * 64-byte aligned (it must then outlive the graph), copied otherwise. */
+QNNB_EXPORT qnnb_status qnnb_graph_load_context_file(qnnb_graph* graph, const char* path);
+QNNB_EXPORT qnnb_status qnnb_graph_load_context(qnnb_graph* graph, const void* data, size_t size);
+/* The memory plan of a finalized graph: the one activation arena's bytes, and what the planned
+ * activations would take each in its own buffer. */
+QNNB_EXPORT qnnb_status qnnb_graph_memory_plan(const qnnb_graph* graph, uint64_t* arena_bytes,
+                                               uint64_t* tensor_bytes);
+
 QNNB_EXPORT const char* qnnb_graph_last_error(const qnnb_graph* graph);
 QNNB_EXPORT const char* qnnb_status_string(qnnb_status status);
 QNNB_EXPORT const char* qnnb_runtime_version(void);

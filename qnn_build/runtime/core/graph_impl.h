@@ -1,0 +1,63 @@
+// The graph behind the C API's opaque qnnb_graph, shared by the compose/finalize/execute entry
+// points (api.cpp), finalize's last half (bind.cpp) and the context binary's writer and reader.
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+
+#define QNNB_RUNTIME_VERSION "0.1.0"
+
+struct qnnb_graph {
+    const qnnb::Backend* backend = nullptr;
+    std::vector<std::unique_ptr<qnnb::Tensor>> tensors;
+    std::vector<std::unique_ptr<qnnb::Node>> nodes;
+    std::vector<qnnb::Tensor*> inputs;
+    std::vector<qnnb::Tensor*> outputs;
+    std::vector<void*> buffers;  // activation memory, freed with the graph
+    std::vector<std::vector<float>> dequantized;  // float copies of quantized constants (float backends)
+    std::vector<void*> input_copies;              // per input: its rounded copy when it is encoded
+    std::vector<qnnb_dtype> input_dtypes;         // inputs' dtypes as the caller sees them
+    std::vector<qnnb_dtype> output_dtypes;        // outputs' dtypes as the caller sees them
+    std::vector<int64_t> arena_offsets;           // per tensor: its offset in the arena, -1 outside it
+    size_t arena_bytes = 0;                       // the one activation arena (memory plan)
+    size_t tensor_bytes = 0;                      // the planned activations' sizes, summed
+    std::shared_ptr<void> context_data;           // a loaded context binary: constants point into it
+    bool keep_tensors = false;
+    qnnb::ExecContext ctx;
+    bool finalized = false;
+    std::string last_error;
+
+    ~qnnb_graph() {
+        nodes.clear();  // kernel states before the memory they may point into
+        for (void* b : buffers) std::free(b);
+    }
+    qnnb_status fail(qnnb_status status, const std::string& message) {
+        last_error = message;
+        return status;
+    }
+};
+
+namespace qnnb {
+
+void* aligned_alloc64(size_t n);
+
+// Activations rounded after the node that writes them: every encoded float activation on a float
+// backend; fp16 activations on an integer backend (its fp16 storage semantics).
+bool rounds_activation(const qnnb_graph* g, const Tensor* t);
+// Integer-coded activations (the npu), quantized on entry and dequantized on exit by the host.
+bool stores_integers(const Tensor* t);
+
+// Finalize after storage is settled (both a composed graph and a loaded context binary): kernels
+// found, the memory plan made (unless already loaded) and allocated, kernels prepared.
+qnnb_status bind_graph(qnnb_graph* g);
+
+// The memory plan: one arena, each planned activation at a 64-byte aligned offset, tensors whose
+// lifetimes (first writer .. last reader in node order) overlap never share bytes. Graph outputs
+// and, with keep_tensors, every tensor live to the end. Fills arena_offsets/arena_bytes/tensor_bytes.
+void plan_memory(qnnb_graph* g);
+
+}  // namespace qnnb
