@@ -7,6 +7,7 @@ Layout inside the archive (top folder `<zoo>-<version>/`):
     lib/<target>/libqnnb.so, lib<openblas>.so       the runtime library and the BLAS it links
     models/<model>/<precision>/<target>/lib<model>.so   the model library (name from the target config)
     models/<model>/<precision>/<target>/model.json
+    models/<model>/<precision>/<target>/model-<backend>.ctx   the context binary for a backend
     models/<model>/<precision>/<target>/test-<backend>.json
 
 Reproducible: entries sorted, every mtime 0, uid/gid 0, no user or group names, modes 0644 (0755 for
@@ -50,8 +51,13 @@ def release(config: dict, output) -> dict:
                     raise QnnBuildError(f"{path}: the test did not pass; a release holds passing builds only")
                 files[f"{folder}/test-{backend}.json"] = data
                 tests[backend] = test_summary(result)
+            contexts = {}
+            for backend, path in sorted(build.get("contexts", {}).items()):
+                contexts[backend] = f"{folder}/model-{backend}.ctx"
+                files[contexts[backend]] = _read(path)
             builds[f"{build['precision']}/{build['target']}"] = {
-                "library": f"{folder}/{build['shared_lib']}", "model_json": f"{folder}/model.json", "tests": tests}
+                "library": f"{folder}/{build['shared_lib']}", "model_json": f"{folder}/model.json", "tests": tests,
+                "contexts": contexts}
         models[model["name"]] = {
             "spec": {"path": model["spec"], "sha256": sha256(_read(model["spec"]))},
             "source": {"path": model["source"], "sha256": sha256(_read(model["source"]))},

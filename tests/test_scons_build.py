@@ -18,10 +18,11 @@ from test_scons_support import (
     write_classifier,
 )
 
-ALL_STEPS = {"runtime x86_64-linux", "convert adder fp32", "model-lib adder fp32", "reference adder",
-             "test adder fp32 cpu", "convert adder w8a8", "model-lib adder w8a8", "test adder w8a8 cpu",
+ALL_STEPS = {"runtime x86_64-linux", "convert adder fp32", "model-lib adder fp32", "context-binary adder fp32 cpu",
+             "reference adder", "test adder fp32 cpu", "convert adder w8a8", "model-lib adder w8a8",
+             "context-binary adder w8a8 cpu", "context-binary adder w8a8 npu", "test adder w8a8 cpu",
              "test adder w8a8 npu", "convert classifier fp32", "model-lib classifier fp32",
-             "reference classifier", "test classifier fp32 cpu"}
+             "context-binary classifier fp32 cpu", "reference classifier", "test classifier fp32 cpu"}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,8 @@ def test_first_build_runs_every_step_once_and_summarizes(template):
     assert "adder       fp32       cpu" in table and "passed" in table
     assert "adder       w8a8       npu" in table
     for model in ("adder", "classifier"):
-        for name in ("model.cpp", "model.bin", "model.json", "libmodel.so", "cpu/test.json"):
+        for name in ("model.cpp", "model.bin", "model.json", "libmodel.so", "cpu/model.ctx", "cpu/model.ctx.json",
+                     "cpu/test.json"):
             assert (root / "out" / model / "fp32" / name).is_file(), name
         assert (root / "out" / model / "reference.npz").is_file()
     assert json.loads((root / "out/adder/w8a8/npu/test.json").read_text())["passed"]
@@ -99,14 +101,15 @@ def test_editing_test_data_reruns_reference_and_test_of_that_model(zoo):
 
 def test_editing_the_source_model_reruns_that_models_chain(zoo):
     write_classifier(zoo / "models", seed=7)  # new weights, same spec
-    assert steps(build(zoo)) == ["convert classifier fp32", "model-lib classifier fp32", "reference classifier",
-                                 "test classifier fp32 cpu"]
+    assert sorted(steps(build(zoo))) == ["context-binary classifier fp32 cpu", "convert classifier fp32",
+                                         "model-lib classifier fp32", "reference classifier",
+                                         "test classifier fp32 cpu"]
 
 
 def test_adding_a_spec_builds_only_the_new_model(zoo):
     write_classifier(zoo / "models", name="second")
-    assert sorted(steps(build(zoo))) == ["convert second fp32", "model-lib second fp32", "reference second",
-                                         "test second fp32 cpu"]
+    assert sorted(steps(build(zoo))) == ["context-binary second fp32 cpu", "convert second fp32",
+                                         "model-lib second fp32", "reference second", "test second fp32 cpu"]
 
 
 def test_a_failed_test_fails_the_build_keeps_its_result_and_only_it_reruns(zoo):
@@ -133,13 +136,15 @@ def test_aliases_build_one_model_or_all_tests(tmp_path):
     from test_scons_support import write_project
 
     root = write_project(tmp_path / "zoo")
-    assert sorted(steps(build(root, "classifier"))) == ["convert classifier fp32", "model-lib classifier fp32",
+    assert sorted(steps(build(root, "classifier"))) == ["context-binary classifier fp32 cpu",
+                                                       "convert classifier fp32", "model-lib classifier fp32",
                                                        "reference classifier", "runtime x86_64-linux",
                                                        "test classifier fp32 cpu"]
     assert not (root / "out/adder/fp32/libmodel.so").exists()
-    assert sorted(steps(build(root, "test"))) == ["convert adder fp32", "convert adder w8a8", "model-lib adder fp32",
-                                                 "model-lib adder w8a8", "reference adder", "test adder fp32 cpu",
-                                                 "test adder w8a8 cpu", "test adder w8a8 npu"]
+    assert sorted(steps(build(root, "test"))) == [
+        "context-binary adder fp32 cpu", "context-binary adder w8a8 cpu", "context-binary adder w8a8 npu",
+        "convert adder fp32", "convert adder w8a8", "model-lib adder fp32", "model-lib adder w8a8", "reference adder",
+        "test adder fp32 cpu", "test adder w8a8 cpu", "test adder w8a8 npu"]
 
 
 def test_verbose_prints_the_command_lines(zoo):
@@ -168,6 +173,9 @@ def test_release_packs_what_the_tests_passed(zoo):
         manifest = json.load(tar.extractfile("qnn-zoo-0.1.0/MANIFEST.json"))
     assert "qnn-zoo-0.1.0/models/adder/fp32/x86_64-linux/libadder.so" in names
     assert "qnn-zoo-0.1.0/models/classifier/fp32/x86_64-linux/test-cpu.json" in names
+    assert "qnn-zoo-0.1.0/models/classifier/fp32/x86_64-linux/model-cpu.ctx" in names
+    build_info = manifest["models"]["classifier"]["builds"]["fp32/x86_64-linux"]
+    assert build_info["contexts"] == {"cpu": "models/classifier/fp32/x86_64-linux/model-cpu.ctx"}
     assert "qnn-zoo-0.1.0/lib/x86_64-linux/libqnnb.so" in names and "qnn-zoo-0.1.0/include/qnnb.h" in names
     assert manifest["models"]["adder"]["spec"]["path"] == "models/adder.yaml"
     assert manifest["tools"]["compiler_version"] and manifest["tools"]["onnxruntime"]

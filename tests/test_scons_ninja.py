@@ -21,10 +21,11 @@ def test_ninja_rebuilds_what_scons_would(tmp_path):
     first = build(root, "--ninja")
     assert (root / "build.ninja").is_file()
     assert sorted(ninja_steps(first.stdout)) == sorted([
-        "runtime x86_64-linux", "convert adder fp32", "model-lib adder fp32", "reference adder",
-        "test adder fp32 cpu", "convert adder w8a8", "model-lib adder w8a8", "test adder w8a8 cpu",
-        "test adder w8a8 npu", "convert classifier fp32", "model-lib classifier fp32", "reference classifier",
-        "test classifier fp32 cpu"])
+        "runtime x86_64-linux", "convert adder fp32", "model-lib adder fp32", "context-binary adder fp32 cpu",
+        "reference adder", "test adder fp32 cpu", "convert adder w8a8", "model-lib adder w8a8",
+        "context-binary adder w8a8 cpu", "context-binary adder w8a8 npu", "test adder w8a8 cpu",
+        "test adder w8a8 npu", "convert classifier fp32", "model-lib classifier fp32",
+        "context-binary classifier fp32 cpu", "reference classifier", "test classifier fp32 cpu"])
     assert ninja(root) == []
 
     # A spec key: ninja reruns scons (the spec is a dependency of build.ninja), which rewrites the one
@@ -42,6 +43,6 @@ def test_ninja_rebuilds_what_scons_would(tmp_path):
 
     # The source model: its whole chain; a model library whose inputs did not change stays put.
     write_classifier(root / "models", seed=5)
-    assert sorted(ninja(root)) == ["convert classifier fp32", "model-lib classifier fp32", "reference classifier",
-                                   "test classifier fp32 cpu"]
+    assert sorted(ninja(root)) == ["context-binary classifier fp32 cpu", "convert classifier fp32",
+                                   "model-lib classifier fp32", "reference classifier", "test classifier fp32 cpu"]
     assert ninja(root) == []

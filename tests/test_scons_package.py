@@ -26,7 +26,7 @@ def zoo_with_package_copy(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(package.parent), os.environ.get("PYTHONPATH")]))}
     root = write_project(tmp_path / "zoo")
     first = build(root, "-j2", env=env)
-    assert len(steps(first)) == 13
+    assert len(steps(first)) == 16
     return root, package, env
 
 
@@ -43,7 +43,9 @@ def test_a_runtime_source_edit_reruns_the_runtime_and_the_tests(zoo_with_package
     root, package, env = zoo_with_package_copy
     with open(package / "runtime" / "core" / "api.cpp", "a") as f:
         f.write('\nextern "C" int qnnb_scons_test_marker(void) { return 42; }\n')
-    assert sorted(steps(build(root, env=env))) == ["runtime x86_64-linux", "test adder fp32 cpu",
-                                                   "test adder w8a8 cpu", "test adder w8a8 npu",
+    assert sorted(steps(build(root, env=env))) == ["context-binary adder fp32 cpu", "context-binary adder w8a8 cpu",
+                                                   "context-binary adder w8a8 npu",
+                                                   "context-binary classifier fp32 cpu", "runtime x86_64-linux",
+                                                   "test adder fp32 cpu", "test adder w8a8 cpu", "test adder w8a8 npu",
                                                    "test classifier fp32 cpu"]
     assert steps(build(root, env=env)) == []

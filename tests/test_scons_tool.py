@@ -19,7 +19,8 @@ def test_a_foreign_sconstruct_loads_the_tool_by_name_and_builds_one_spec(tmp_pat
     elsewhere.mkdir()
     (elsewhere / "SConstruct").write_text(FOREIGN[load] + f"env.QnnModel({str(project / 'models/classifier.yaml')!r})\n")
     result = build(elsewhere)
-    assert sorted(steps(result)) == ["convert classifier fp32", "model-lib classifier fp32", "reference classifier",
+    assert sorted(steps(result)) == ["context-binary classifier fp32 cpu", "convert classifier fp32",
+                                     "model-lib classifier fp32", "reference classifier",
                                      "runtime x86_64-linux", "test classifier fp32 cpu"]
     assert json.loads((elsewhere / "out/classifier/fp32/cpu/test.json").read_text())["passed"]
     config = json.loads((elsewhere / "out/classifier/fp32/convert.config.json").read_text())

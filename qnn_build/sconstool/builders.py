@@ -8,7 +8,8 @@ so SCons, ninja and a person at a shell run the same thing.
                    (+ model.encodings.json unless fp32)          overrides]
     QnnModelLib    libmodel.so                                   model.cpp, model.bin[, model_lib config]
     QnnReference   reference.npz                                 reference.config.json, model.onnx, test data
-    QnnTest        test.json                                     test.config.json, libmodel.so, reference.npz,
+    QnnContext     model.ctx -> model.ctx, model.ctx.json            libmodel.so, libqnnb.so
+    QnnTest        test.json                                     test.config.json, model.ctx, reference.npz,
                                                                  libqnnb.so, test data
     QnnRelease     ZOO-VERSION.tar.gz                            release.config.json, everything it packs
 
@@ -33,10 +34,14 @@ COMMANDS = {
                 "convert $QNNB_MODEL $QNNB_PRECISION"),
     "model-lib": ("QNNB_MODELLIBCOM", f"{STEP} model-lib -q --cpp ${{SOURCES[0]}} --bin ${{SOURCES[1]}} -o $TARGET",
                   "model-lib $QNNB_MODEL $QNNB_PRECISION"),
+    "context-binary": ("QNNB_CONTEXTCOM",
+                       (f"{STEP} context-binary -q --model ${{SOURCES[0]}} --runtime ${{SOURCES[1]}} "
+                        "--backend $QNNB_BACKEND -o ${TARGETS[0]}"),
+                       "context-binary $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
     "reference": ("QNNB_REFERENCECOM", f"{STEP} reference -q --config ${{SOURCES[0]}} -o $TARGET",
                   "reference $QNNB_MODEL"),
     "test": ("QNNB_TESTCOM",
-             (f"{STEP} test -q --config ${{SOURCES[0]}} --model ${{SOURCES[1]}} --reference ${{SOURCES[2]}} "
+             (f"{STEP} test -q --config ${{SOURCES[0]}} --retrieve-context ${{SOURCES[1]}} --reference ${{SOURCES[2]}} "
               "--runtime ${SOURCES[3]} --backend $QNNB_BACKEND $_QNNB_TEST_META -o $TARGET"),
              "test $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
     "release": ("QNNB_RELEASECOM", f"{STEP} release -q --config ${{SOURCES[0]}} -o $TARGET",
@@ -90,6 +95,12 @@ def _convert_emitter(target, source, env):
     return _with_stamp("convert")(files, source, env)
 
 
+def _context_emitter(target, source, env):
+    """model.ctx and its sidecar model.ctx.json (the memory plan)."""
+    ctx = target[0]
+    return _with_stamp("context-binary")([ctx, ctx.dir.File(ctx.name + ".json")], source, env)
+
+
 def _test_meta(env):
     """--name/--precision/--target for test.json, only those that are set."""
     args = []
@@ -107,6 +118,8 @@ BUILDERS = {
                                         target_factory=SCons.Node.FS.Dir, source_factory=SCons.Node.FS.File),
     "QnnModelLib": SCons.Builder.Builder(action=_action("model-lib"), emitter=_with_stamp("model-lib"),
                                          source_factory=SCons.Node.FS.File),
+    "QnnContext": SCons.Builder.Builder(action=_action("context-binary"), emitter=_context_emitter,
+                                        source_factory=SCons.Node.FS.File),
     "QnnReference": SCons.Builder.Builder(action=_action("reference"), emitter=_with_stamp("reference"),
                                           source_factory=SCons.Node.FS.File),
     "QnnTest": SCons.Builder.Builder(action=_action("test"), emitter=_with_stamp("test"),

@@ -7,6 +7,8 @@ one that describes it:
 
     out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy
     out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain.py and qnnb.h, the C++ compiler
+    out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy
+                                       (the runtime library is a source of the step)
     out/tool-versions/runtime.json     sha256 of toolchain.py, the compiler, what -march=native means here
                                        (the C++ sources themselves are sources of the runtime step)
     out/tool-versions/reference.json   sha256 of the reference code, onnx, onnxruntime, numpy
@@ -37,6 +39,7 @@ NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "release.py", "onnx_b
 SOURCES = {
     "convert": None,
     "model-lib": COMMON + ["toolchain.py", "runtime/include/qnnb.h"],
+    "context-binary": COMMON + ["runtime/__init__.py", "runtime/binding.py", "runtime/context.py"],
     "runtime": COMMON + ["toolchain.py"],
     "reference": COMMON + ["report/__init__.py", "report/data.py", "report/reference.py"],
     "test": COMMON + ["report/__init__.py", "report/data.py", "report/metrics.py", "report/testrun.py",
@@ -46,6 +49,7 @@ SOURCES = {
 PACKAGES = {
     "convert": ["onnx", "numpy"],
     "model-lib": [],
+    "context-binary": ["numpy"],
     "runtime": ["scipy-openblas32"],
     "reference": ["onnx", "onnxruntime", "numpy"],
     "test": ["numpy"],

@@ -8,7 +8,8 @@ changes), then declare, for each available precision, convert -> model-lib, and 
     out/<model>/reference.config.json, reference.npz          one per model (onnxruntime, float)
     out/<model>/<precision>/convert.config.json                 (from the spec layer)
     out/<model>/<precision>/{model.cpp, model.bin, model.json, libmodel.so}
-    out/<model>/<precision>/<slot>/{test.config.json, test.json}
+    out/<model>/<precision>/<slot>/{model.ctx, model.ctx.json}   the context binary for the slot's backend
+    out/<model>/<precision>/<slot>/{test.config.json, test.json}  run from model.ctx
     out/runtime/<host target>/{libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h}   one per build
     out/release/{release.config.json, <zoo>-<version>.tar.gz}
 
@@ -147,7 +148,7 @@ class _Model:
         self.libs += lib
         self.release_inputs += [lib[0], converted[2]]
         build = {"precision": precision, "target": self.host, "library": _rel(lib[0], self.root),
-                 "model_json": _rel(converted[2], self.root), "tests": {},
+                 "model_json": _rel(converted[2], self.root), "tests": {}, "contexts": {},
                  "shared_lib": self.spec.configs.targets[self.host]["shared_lib"].format(name=self.name)}
         for slot, where in self.resolved.slots.items():
             unsupported = self.spec.configs.unsupported_reason(precision, where["backend"])
@@ -162,13 +163,19 @@ class _Model:
         self.builds.append(build)
 
     def _test(self, precision, slot, where, converted, lib, build) -> None:
-        steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0]))]
+        folder = self.dir.Dir(precision).Dir(slot)
+        ctx = self.env.QnnContext(folder.File("model.ctx"), [lib[0], self.runtime[0]], QNNB_MODEL=self.name,
+                                  QNNB_PRECISION=precision, QNNB_SLOT=slot, QNNB_BACKEND=where["backend"])
+        self.libs += ctx[:1]
+        build["contexts"][where["backend"]] = _rel(ctx[0], self.root)
+        self.release_inputs.append(ctx[0])
+        steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0])),
+                 ("context-binary", str(ctx[0]))]
         test = None
         if (precision, slot) in self.resolved.test:
             self.reference = self.reference or _reference(self.env, self.spec, self.dir, self.source,
                                                           self.test_data, self.root)
-            folder = self.dir.Dir(precision).Dir(slot)
-            test = self.env.QnnTest(folder.File("test.json"), [folder.File("test.config.json"), lib[0],
+            test = self.env.QnnTest(folder.File("test.json"), [folder.File("test.config.json"), ctx[0],
                                     self.reference[0], self.runtime[0], self.test_data],
                                     QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_SLOT=slot,
                                     QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"])
@@ -180,7 +187,7 @@ class _Model:
             steps += [("reference", str(self.reference[0])), ("test", str(test[0]))]
         self.rows.append({"model": self.name, "precision": precision, "target": slot, "library": lib[0].abspath,
                           "test": test[0].abspath if test else None, "steps": steps,
-                          "nodes": [self.alias[0], lib[0]] + ([test[0]] if test else [])})
+                          "nodes": [self.alias[0], lib[0], ctx[0]] + ([test[0]] if test else [])})
 
     def _skip(self, precision, slot, why) -> None:
         self.skipped.append((precision if slot is None else f"{precision} on {slot}", why))
