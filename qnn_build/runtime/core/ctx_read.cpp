@@ -3,8 +3,7 @@
 // into the file's bytes. Each failure names the check; nothing here allocates from an unchecked
 // count, reads past a bound, or aborts.
 #include <cstring>
-#include <map>
-#include <set>
+#include <algorithm>
 
 #include "checksum.h"
 #include "ctx_format.h"
@@ -141,18 +140,35 @@ bool read_node(ByteReader& r, qnnb_graph* g, Node& n) {
     return true;
 }
 
+// Tensor pointer -> index in the graph: one sorted vector, no per-entry allocation.
+class TensorIndex {
+public:
+    explicit TensorIndex(const qnnb_graph* g) {
+        for (size_t i = 0; i < g->tensors.size(); ++i) sorted_.emplace_back(g->tensors[i].get(), i);
+        std::sort(sorted_.begin(), sorted_.end());
+    }
+    size_t operator()(const Tensor* t) const {  // t is one of the graph's tensors
+        return std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(t, size_t(0)))->second;
+    }
+
+private:
+    std::vector<std::pair<const Tensor*, size_t>> sorted_;
+};
+
 // Every activation is written (or fed as a graph input) before a node or the graph's outputs read it.
 bool check_schedule(ByteReader& r, qnnb_graph* g) {
-    std::set<const Tensor*> ready(g->inputs.begin(), g->inputs.end());
+    const TensorIndex index(g);
+    std::vector<char> ready(g->tensors.size(), 0);
+    for (const Tensor* t : g->inputs) ready[index(t)] = 1;
     for (const auto& n : g->nodes) {
         for (const Tensor* t : n->in)
-            if (t && !t->is_const() && !ready.count(t))
+            if (t && !t->is_const() && !ready[index(t)])
                 return r.fail("node '" + n->name + "' reads '" + t->name + "' before it is written");
         for (const Tensor* t : n->out)
-            if (t) ready.insert(t);
+            if (t) ready[index(t)] = 1;
     }
     for (const Tensor* t : g->outputs)
-        if (!t->is_const() && !ready.count(t)) return r.fail("output '" + t->name + "' is never written");
+        if (!t->is_const() && !ready[index(t)]) return r.fail("output '" + t->name + "' is never written");
     return true;
 }
 
@@ -212,11 +228,10 @@ bool read_plan(ByteReader& r, qnnb_graph* g) {
         sum += size;
     }
     if (sum != total || arena > total) return r.fail("arena size does not match the plan");
-    std::map<const Tensor*, size_t> index;
-    for (size_t i = 0; i < g->tensors.size(); ++i) index[g->tensors[i].get()] = i;
+    const TensorIndex index(g);
     for (const auto& n : g->nodes)
         for (const Tensor* t : n->out)
-            if (t && g->arena_offsets[index[t]] < 0) return r.fail("tensor '" + t->name + "' has no arena bytes");
+            if (t && g->arena_offsets[index(t)] < 0) return r.fail("tensor '" + t->name + "' has no arena bytes");
     g->arena_bytes = arena;
     g->tensor_bytes = total;
     return r.at_end() || r.fail("bytes left after the plan");
