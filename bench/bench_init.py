@@ -72,7 +72,7 @@ def time_model(lib, ctx, source, backend, rounds) -> dict[str, float]:
         _ctypes.dlclose(m._lib._handle)
         return us
 
-    runners = {"ctx_us": from_ctx, "lib_us": from_lib, "lib_cold_us": from_lib_cold,
+    runners = {"ctx_us": from_ctx, "lib_us": from_lib, "cold_us": from_lib_cold,
                "ort_us": lambda: ort_session_us(source)}
     for fn in runners.values():  # warm-up: libraries loaded, caches filled
         fn()
@@ -107,7 +107,7 @@ def main() -> int:
                 for k in ratios:
                     ratios[k].append(x[k])
                 print(f"{name:<18} {precision:<5} {backend:<7} {t['ctx_us']:>9.1f} {t['lib_us']:>9.1f} "
-                      f"{t['lib_cold_us']:>9.1f} {t['ort_us']:>9.1f} {x['lib']:>7.2f}x {x['cold']:>7.2f}x "
+                      f"{t['cold_us']:>9.1f} {t['ort_us']:>9.1f} {x['lib']:>7.2f}x {x['cold']:>7.2f}x "
                       f"{x['ort']:>7.2f}x", flush=True)
     print(f"geometric mean over {len(ratios['lib'])} builds (median of {rounds} rounds each): context load is "
           f"{geomean(ratios['lib']):.2f}x as fast as compose+finalize of a loaded library, "
