@@ -207,6 +207,7 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
     for (Tensor* t : g->outputs) g->output_dtypes.push_back(t->dtype);
     qnnb_status s = g->backend->float_simulation ? dequantize_constants(g) : prepare_integer_storage(g);
     if (s != QNNB_OK) return s;
+    qnnb::fuse_activations(g);
     return qnnb::bind_graph(g);
 }
 
@@ -230,6 +231,7 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     }
     for (auto& node : g->nodes) {
         node->kernel->run(*node, g->ctx);
+        if (node->fused) qnnb::run_fused(*node);
         for (Tensor* t : node->out)
             if (rounds_activation(g, t)) qnnb::fake_quantize(t->out<float>(), t->numel(), t->encoding);
     }

@@ -42,6 +42,7 @@ qnnb_status bind_graph(qnnb_graph* g) {
                                                      "): no " + g->backend->name + " kernel for this op" +
                                                      (g->backend->float_simulation ? "" :
                                                       " (convert with --float-fallback to keep such nodes in fp16)"));
+        qnnb::read_fused(*node);
         std::string err;
         if (!node->kernel->prepare(*node, err))
             return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op + "): " + err);

@@ -108,6 +108,10 @@ struct Node {
     Params params;
     const Kernel* kernel = nullptr;
     std::shared_ptr<void> state;  // whatever prepare precomputed
+    // An activation fused into this node at finalize (core/fuse.cpp), applied after `run`.
+    enum { kFusedNone = 0, kFusedRelu = 1, kFusedClip = 2 };
+    int fused = kFusedNone;
+    float fused_lo = 0.f, fused_hi = 0.f;
 
     Tensor* input(size_t i) const { return i < in.size() ? in[i] : nullptr; }
     Tensor* output(size_t i) const { return i < out.size() ? out[i] : nullptr; }

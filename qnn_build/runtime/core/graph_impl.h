@@ -55,6 +55,13 @@ bool stores_integers(const Tensor* t);
 // found, the memory plan made (unless already loaded) and allocated, kernels prepared.
 qnnb_status bind_graph(qnnb_graph* g);
 
+// Fusion (fuse.cpp): on the float backend, Conv/Gemm/MatMul + a following Relu/Clip become one
+// node (recorded in its parameters, so a context binary keeps the fused schedule); read_fused sets
+// Node::fused from those parameters at bind; run_fused applies it after the node's kernel.
+void fuse_activations(qnnb_graph* g);
+void read_fused(Node& n);
+void run_fused(const Node& n);
+
 // The memory plan: one arena, each planned activation at a 64-byte aligned offset, tensors whose
 // lifetimes (first writer .. last reader in node order) overlap never share bytes. Graph outputs
 // and, with keep_tensors, every tensor live to the end. Fills arena_offsets/arena_bytes/tensor_bytes.
