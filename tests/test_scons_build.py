@@ -89,7 +89,8 @@ def test_editing_calibration_data_reruns_no_float_step(zoo):
     rerun = steps(build(zoo))
     assert [step for step in rerun if "fp32" in step or "fp16" in step or step.startswith("reference")] == []
     assert rerun[0] == "convert adder w8a8"
-    assert set(rerun) <= {"convert adder w8a8", "model-lib adder w8a8", "test adder w8a8 cpu", "test adder w8a8 npu"}
+    assert set(rerun) <= {"convert adder w8a8", "model-lib adder w8a8", "context-binary adder w8a8 cpu",
+                          "context-binary adder w8a8 npu", "test adder w8a8 cpu", "test adder w8a8 npu"}
 
 
 def test_editing_test_data_reruns_reference_and_test_of_that_model(zoo):

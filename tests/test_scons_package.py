@@ -26,7 +26,7 @@ def zoo_with_package_copy(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(package.parent), os.environ.get("PYTHONPATH")]))}
     root = write_project(tmp_path / "zoo")
     first = build(root, "-j2", env=env)
-    assert len(steps(first)) == 16
+    assert len(steps(first)) == 17
     return root, package, env
 
 
