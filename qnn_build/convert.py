@@ -13,6 +13,7 @@ from .codegen.weights import pack_weights
 from .errors import ConvertError, QnnBuildError
 from .ir.graph import Graph
 from .ir.onnx_import import import_onnx, load_onnx
+from .ir.bias_fusion import fuse_matmul_bias
 from .ir.passes import run_passes
 from .ir.rnn_lowering import lower_recurrent
 from .npu.lower import add_npu_params
@@ -33,6 +34,7 @@ def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle:
     lower_graph(graph)
     if lower_rnn:  # hook: recurrent ops -> primitive ops, before calibration and quantization
         lower_recurrent(graph)
+    fuse_matmul_bias(graph)
     _check_io(graph)
     if cle:
         equalize(graph)

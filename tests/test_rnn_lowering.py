@@ -19,7 +19,7 @@ from qnn_build.toolchain import build_model_lib
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 ZOO = Path(__file__).resolve().parents[1] / "models"
-PRIMITIVES = {"MatMul", "Add", "Sub", "Mul", "Sigmoid", "Tanh", "Relu", "LeakyRelu", "HardSigmoid", "Elu",
+PRIMITIVES = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Sigmoid", "Tanh", "Relu", "LeakyRelu", "HardSigmoid", "Elu",
               "Softplus", "Abs", "Reciprocal", "Clip", "Split", "Concat", "Reshape", "Transpose"}
 
 
