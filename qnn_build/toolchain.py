@@ -1,9 +1,12 @@
-"""Compilers and the two things they build: the runtime library and model libraries.
+"""Compilers and the three things they build: the runtime library, the native runner and model
+libraries, each for one target (configs/targets/, qnn_build/targets.py; docs/targets.md).
 
-The runtime (qnn_build/runtime sources) builds once per content: objects and the library live in a
-cache directory keyed by a hash of the sources, the flags and the compiler's version, so every
-command line and test shares one build. A model library is model.cpp plus model.bin embedded with
-an assembler `.incbin` (no giant C array), linked against nothing.
+The runtime (qnn_build/runtime sources) builds once per content and target: objects, the library
+and the runner live in a cache directory keyed by a hash of the sources, the flags and the
+compiler's version, so every command line and test shares one build. A model library is model.cpp
+plus model.bin embedded with an assembler `.incbin` (no giant C array), linked against nothing.
+The host builds with g++ (or $CXX); other targets with zig's clang (the `ziglang` wheel), whose
+cache lives under the same cache directory.
 """
 
 import hashlib
@@ -18,16 +21,20 @@ from pathlib import Path
 
 from .atomic import remove_quietly
 from .errors import QnnBuildError
+from .targets import Target, get_target
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 INCLUDE_DIR = RUNTIME_DIR / "include"
 RUNTIME_LIB = "libqnnb.so"
 RUNTIME_SUBDIRS = ("core", "cpu", "npu")
+RUNNER_DIR = RUNTIME_DIR / "runner"
 
-# The host target. Cross targets come from configs/targets/ later.
+# The host target (g++). Cross targets take their ISA flags from configs/targets/ plus CROSS_FLAGS.
 CXX_STD = "-std=c++17"
 RUNTIME_FLAGS = ["-O3", "-march=native", "-fPIC", "-fopenmp", "-fvisibility=hidden", "-ffp-contract=off"]
 MODEL_FLAGS = ["-O1", "-fPIC", "-fvisibility=hidden"]
+# No OpenMP with zig: parallel.h splits work over std::thread instead (the same split).
+CROSS_FLAGS = ["-fvisibility=hidden", "-ffp-contract=off", "-pthread"]
 
 
 class ToolchainError(QnnBuildError):
@@ -48,6 +55,46 @@ def compiler_version(compiler: str | None = None) -> str:
     return out.splitlines()[0].strip()
 
 
+def compiler_command(target: Target) -> list[str]:
+    """The command that compiles and links C++ for `target`."""
+    if target.compiler != "zig":
+        return [cxx() if target.is_host else target.compiler]
+    return [sys.executable, "-m", "ziglang", "c++", "-target", target.triple]
+
+
+@lru_cache(maxsize=None)
+def target_compiler_version(target: Target) -> str:
+    if target.compiler != "zig":
+        return compiler_version(None if target.is_host else target.compiler)
+    try:
+        import ziglang  # noqa: F401  (only its presence: it runs as `python -m ziglang`)
+    except ImportError:
+        raise ToolchainError(f"target {target.name} needs the zig cross compiler, which is not installed "
+                             f"(pip install ziglang)") from None
+    r = subprocess.run([sys.executable, "-m", "ziglang", "version"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ToolchainError(f"target {target.name}: the zig cross compiler does not run "
+                             f"({(r.stderr or r.stdout).strip()[:200]}); reinstall it (pip install ziglang)")
+    return f"zig {r.stdout.strip()} {target.triple}"
+
+
+def compiler_env(target: Target) -> dict | None:
+    """zig keeps its caches (libc++ built once per target, ~1 minute) inside our cache directory."""
+    if target.compiler != "zig":
+        return None
+    zig_cache = str(cache_root() / "zig")
+    return {**os.environ, "ZIG_GLOBAL_CACHE_DIR": zig_cache, "ZIG_LOCAL_CACHE_DIR": zig_cache}
+
+
+def runtime_flags(target: Target) -> list[str]:
+    return list(RUNTIME_FLAGS) if target.is_host else [*target.cxxflags, *CROSS_FLAGS]
+
+
+def model_flags(target: Target) -> list[str]:
+    return list(MODEL_FLAGS) if target.is_host else ["-O1", *(f for f in target.cxxflags if f == "-fPIC"),
+                                                      "-fvisibility=hidden"]
+
+
 def openblas():
     """(include dir, library dir, library name) of the scipy-openblas32 wheel."""
     try:
@@ -57,11 +104,12 @@ def openblas():
     return Path(ob.get_include_dir()), Path(ob.get_lib_dir()), ob.get_library()
 
 
-def runtime_sources() -> list[Path]:
+def runtime_sources(target: Target | None = None) -> list[Path]:
+    """The runtime's sources: core, cpu, npu and the GEMM the target names (gemm/<name>.cpp)."""
     files = []
     for sub in RUNTIME_SUBDIRS:
         files += sorted((RUNTIME_DIR / sub).glob("*.cpp"))
-    return files
+    return files + [RUNTIME_DIR / "gemm" / f"{(target or get_target(None)).gemm}.cpp"]
 
 
 def runtime_headers() -> list[Path]:
@@ -71,57 +119,109 @@ def runtime_headers() -> list[Path]:
     return files
 
 
+def runner_sources() -> list[Path]:
+    return sorted(RUNNER_DIR.glob("*.cpp")) + sorted(RUNNER_DIR.glob("*.h"))
+
+
 def cache_root() -> Path:
     root = os.environ.get("QNNB_CACHE_DIR")
     return Path(root) if root else Path.home() / ".cache" / "qnn-build"
 
 
-def runtime_key(flags=None) -> str:
+def runtime_key(flags=None, target: Target | None = None) -> str:
+    target = target or get_target(None)
     h = hashlib.sha256()
-    h.update(compiler_version().encode())
-    h.update(" ".join(flags or RUNTIME_FLAGS).encode())
-    for f in runtime_sources() + runtime_headers():
+    h.update(target_compiler_version(target).encode())
+    h.update(" ".join(flags or runtime_flags(target)).encode())
+    for f in runtime_sources(target) + runtime_headers() + runner_sources():
         h.update(f.relative_to(RUNTIME_DIR).as_posix().encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:20]
 
 
-def build_runtime(out_dir=None, flags=None, jobs=None) -> Path:
-    """Build (or find already built) the runtime library; returns its path.
-
-    With `out_dir`, the library and the OpenBLAS it needs are placed there (for the SCons build and
-    releases); otherwise in the content-keyed cache."""
-    flags = list(flags or RUNTIME_FLAGS)
-    key = runtime_key(flags)
-    target_dir = Path(out_dir) if out_dir else cache_root() / "runtime" / key
-    lib = target_dir / RUNTIME_LIB
-    stamp = target_dir / "runtime.key"
-    if lib.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
-        return lib
-    ob_inc, ob_dir, ob_name = openblas()
+def _runtime_objects(target: Target, flags: list[str], key: str, jobs=None) -> list[Path]:
+    """Compile the runtime's sources once per key (shared by the library and the runner)."""
     obj_dir = cache_root() / "obj" / key
     obj_dir.mkdir(parents=True, exist_ok=True)
-    sources = runtime_sources()
+    includes = [f"-I{INCLUDE_DIR}"]
+    if target.gemm == "openblas":
+        includes.append(f"-I{openblas()[0]}")
 
     def compile_one(src: Path) -> Path:
         obj = obj_dir / (src.parent.name + "_" + src.stem + ".o")
         if not obj.is_file():
             tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
-            _run([cxx(), CXX_STD, *flags, f"-I{INCLUDE_DIR}", f"-I{ob_inc}", "-c", str(src), "-o", str(tmp)],
-                 f"compiling {src.name}")
+            _run([*compiler_command(target), CXX_STD, *flags, *includes, "-c", str(src), "-o", str(tmp)],
+                 f"compiling {src.name} for {target.name}", env=compiler_env(target))
             os.replace(tmp, obj)
         return obj
 
+    # zig compiles its libc++ on first use, once per target: one source first, the rest in parallel.
+    sources = runtime_sources(target)
+    first = [compile_one(sources[0])]
     with ThreadPoolExecutor(jobs or os.cpu_count() or 2) as pool:
-        objects = list(pool.map(compile_one, sources))
+        return first + list(pool.map(compile_one, sources[1:]))
+
+
+def _link_flags(target: Target, target_dir: Path) -> list[str]:
+    """What the runtime library and the runner link with besides their objects."""
+    strip = ["-s"] if not target.is_host else []  # zig's libc++ debug info would add 60 MB
+    if target.os == "windows":
+        return ["-static", *strip]  # libc++ and the MinGW runtime inside: only Windows' own DLLs needed
+    flags = ["-Wl,-rpath,$ORIGIN", "-ldl", "-pthread", *strip]
+    if target.gemm == "openblas":
+        flags = [f"-L{target_dir}", f"-l{openblas()[2]}", *flags]
+    return flags
+
+
+def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | None = None) -> Path:
+    """Build (or find already built) the runtime library for `target` (default: the host); returns
+    its path. The native runner (qnn-net-run) is built beside it.
+
+    With `out_dir`, the library, the runner and the OpenBLAS they need are placed there (for the
+    SCons build and releases); otherwise in the content-keyed cache."""
+    target = target if isinstance(target, Target) else get_target(target)
+    flags = list(flags or runtime_flags(target))
+    key = runtime_key(flags, target)
+    target_dir = Path(out_dir) if out_dir else cache_root() / "runtime" / (key if target.is_host else
+                                                                          f"{target.name}-{key}")
+    lib = target_dir / (RUNTIME_LIB if target.is_host else target.runtime_lib)
+    runner = target_dir / target.runner
+    stamp = target_dir / "runtime.key"
+    if lib.is_file() and runner.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
+        return lib
+    objects = _runtime_objects(target, flags, key, jobs)
     target_dir.mkdir(parents=True, exist_ok=True)
-    _install_copy(ob_dir / f"lib{ob_name}.so", target_dir)
-    tmp_lib = target_dir / f".{RUNTIME_LIB}.{os.getpid()}.tmp"
-    _run([cxx(), "-shared", *flags, *map(str, objects), f"-L{target_dir}", f"-l{ob_name}",
-          "-Wl,-rpath,$ORIGIN", "-Wl,--no-undefined", "-o", str(tmp_lib)], "linking the runtime")
-    os.replace(tmp_lib, lib)
+    if target.gemm == "openblas":
+        _, ob_dir, ob_name = openblas()
+        _install_copy(ob_dir / f"lib{ob_name}.so", target_dir)
+    link = [*compiler_command(target), *flags, *map(str, objects)]
+    extra = _link_flags(target, target_dir)
+    env = compiler_env(target)
+    no_undefined = ["-Wl,--no-undefined"] if target.os == "linux" else []
+    _link([*link, "-shared", *extra, *no_undefined], lib, f"linking the runtime for {target.name}", env)
+    runner_objs = [str(s) for s in sorted(RUNNER_DIR.glob("*.cpp"))]
+    _link([*compiler_command(target), CXX_STD, *flags, f"-I{INCLUDE_DIR}", f'-DQNNB_TARGET="{target.name}"',
+           *runner_objs, *map(str, objects),
+           *extra], runner, f"linking qnn-net-run for {target.name}", env)
     stamp.write_text(key + "\n")
     return lib
+
+
+def build_runner(out_dir=None, target: Target | str | None = None) -> Path:
+    """The native qnn-net-run for `target` (built with its runtime)."""
+    target = target if isinstance(target, Target) else get_target(target)
+    return build_runtime(out_dir, target=target).parent / target.runner
+
+
+def _link(cmd: list[str], out: Path, what: str, env) -> None:
+    tmp = out.parent / f".{out.name}.{os.getpid()}.tmp{out.suffix}"
+    try:
+        _run([*cmd, "-o", str(tmp)], what, env=env)
+        os.replace(tmp, out)
+    finally:
+        remove_quietly(tmp)
+        remove_quietly(tmp.with_suffix(".pdb"))
 
 
 def _install_copy(src: Path, target_dir: Path) -> None:
@@ -135,44 +235,57 @@ def _install_copy(src: Path, target_dir: Path) -> None:
     os.replace(tmp, dst)
 
 
-def build_model_lib(cpp, bin_path, out, flags=None) -> Path:
-    """Compile model.cpp with model.bin embedded into a shared library at `out`."""
+def build_model_lib(cpp, bin_path, out, flags=None, target: Target | str | None = None) -> Path:
+    """Compile model.cpp with model.bin embedded into a shared library for `target` at `out`."""
+    target = target if isinstance(target, Target) else get_target(target)
     cpp, bin_path, out = Path(cpp).resolve(), Path(bin_path).resolve(), Path(out)
     for p in (cpp, bin_path):
         if not p.is_file():
             raise ToolchainError(f"{p.name}: no such file ({p.parent})")
+    target_compiler_version(target)  # a missing cross compiler says so before anything runs
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = out.parent / f".{out.name}.{os.getpid()}.tmp"
+    elf_only = ["-Wl,--build-id=sha1"] if target.os == "linux" else []
     with tempfile.TemporaryDirectory(prefix="qnnb-model-lib-") as tmp:
         # Fixed relative names inside the temp dir keep the object files free of varying paths.
         shutil.copyfile(cpp, Path(tmp) / "model.cpp")
-        (Path(tmp) / "model_bin.S").write_text(_incbin_asm(bin_path))
+        (Path(tmp) / "model_bin.S").write_text(_incbin_asm(bin_path, target))
         try:
-            _run([cxx(), CXX_STD, *(flags or MODEL_FLAGS), f"-I{INCLUDE_DIR}", "-shared", "model.cpp", "model_bin.S",
-                  "-Wl,--build-id=sha1", "-s", "-o", str(tmp_out.resolve())], f"compiling {cpp.name}", cwd=tmp)
+            _run([*compiler_command(target), CXX_STD, *(flags or model_flags(target)), f"-I{INCLUDE_DIR}",
+                  "-shared", "model.cpp", "model_bin.S", *elf_only, "-s", "-o", str(tmp_out.resolve())],
+                 f"compiling {cpp.name} for {target.name}", cwd=tmp, env=compiler_env(target))
             os.replace(tmp_out, out)
         finally:
             remove_quietly(tmp_out)
+            remove_quietly(tmp_out.with_suffix(".pdb"))
     return out
 
 
-def _incbin_asm(bin_path: Path) -> str:
+def _incbin_asm(bin_path: Path, target: Target) -> str:
     path = str(bin_path).replace("\\", "\\\\").replace('"', '\\"')
+    if target.os == "windows":  # COFF: read-only data section, no ELF symbol types
+        return f"""\
+    .section .rdata,"dr"
+    .balign 64
+    .globl qnnb_model_bin
+qnnb_model_bin:
+    .incbin "{path}"
+"""
     return f"""\
     .section .rodata
     .balign 64
     .globl qnnb_model_bin
-    .type qnnb_model_bin, @object
+    .type qnnb_model_bin, %object
 qnnb_model_bin:
     .incbin "{path}"
     .size qnnb_model_bin, . - qnnb_model_bin
-    .section .note.GNU-stack,"",@progbits
+    .section .note.GNU-stack,"",%progbits
 """
 
 
-def _run(cmd, what, cwd=None):
+def _run(cmd, what, cwd=None, env=None):
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
     except OSError as e:
         raise ToolchainError(f"{what}: cannot run {cmd[0]}: {e.strerror}") from None
     if r.returncode != 0:

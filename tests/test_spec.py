@@ -191,7 +191,8 @@ BAD = [
      "models/digits_cnn.yaml:8: precisions[0]: fp32 cannot run on npu: "
      "the npu has no fp32 unit; use fp16 or a quantized precision"),
     ("unknown target", "targets: cpu", "targets: cpu@arm64",
-     "models/digits_cnn.yaml:9: targets: unknown target 'arm64' (known: x86_64-linux; see configs/targets/)"),
+     "models/digits_cnn.yaml:9: targets: unknown target 'arm64' (known: aarch64-linux, "
+     "aarch64-windows, x86_64-linux, x86_64-windows; see configs/targets/)"),
     ("block_size without 4-bit", "int4]", "w8a16]",
      "models/digits_cnn.yaml:12: quantization.block_size: only applies to 4-bit weights (w4a8, w4a16), "
      "and precisions has none; remove it or set it to null"),

@@ -1,7 +1,5 @@
 #include "gemm.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 
 #include "parallel.h"
@@ -13,31 +11,13 @@ int g_threads = 1;
 // Below this many multiply-adds a GEMM runs on one thread: splitting costs more than it saves.
 constexpr int64_t kThreadedWork = int64_t{1} << 21;
 
-// OpenBLAS's own thread pool is never used: it changes results with the thread count and has
-// crashed when resized between calls. Threads come from parallel_for instead.
-void pin_openblas_to_one_thread() {
-    static const bool done = [] {
-        scipy_openblas_set_num_threads(1);
-        return true;
-    }();
-    (void)done;
-}
-
-void sgemm_one(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                      static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                      static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-    pin_openblas_to_one_thread();
     const int threads = g_threads;
     if (threads <= 1 || m * n * k < kThreadedWork || m < 2 * threads) {
-        sgemm_one(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        sgemm_kernel(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     // Rows of C split across threads: every element is computed by the same kernel with the same
@@ -49,7 +29,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
         const int64_t r0 = t * rows, r1 = std::min(m, r0 + rows);
         if (r0 >= r1) return;
         const float* a_rows = trans_a ? a + r0 : a + r0 * lda;
-        sgemm_one(trans_a, trans_b, r1 - r0, n, k, alpha, a_rows, lda, b, ldb, beta, c + r0 * ldc, ldc);
+        sgemm_kernel(trans_a, trans_b, r1 - r0, n, k, alpha, a_rows, lda, b, ldb, beta, c + r0 * ldc, ldc);
     });
 }
 

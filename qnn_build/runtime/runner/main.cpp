@@ -1,0 +1,153 @@
+// qnn-net-run --model libmodel.so|model.dll --backend cpu|npu --input_list FILE --output_dir DIR
+//             [--num_inferences N] [--profiling_level basic] [--threads N]
+// The flags of `qnn-build net-run` (dashes or underscores); the same Result_N outputs.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "runner.h"
+
+#ifndef QNNB_TARGET
+#define QNNB_TARGET "unknown"
+#endif
+
+namespace runner {
+namespace {
+
+const char* kUsage =
+    "usage: qnn-net-run --model LIB --input_list FILE --output_dir DIR [--backend cpu|npu]\n"
+    "                   [--num_inferences N] [--profiling_level basic] [--threads N]\n";
+
+using Clock = std::chrono::steady_clock;
+double us_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+std::map<std::string, std::string> parse_args(int argc, char** argv) {
+    static const char* kFlags[] = {"model", "backend", "input_list", "output_dir", "num_inferences",
+                                   "profiling_level", "threads"};
+    std::map<std::string, std::string> args = {{"backend", "cpu"}, {"threads", "1"}};
+    for (int i = 1; i < argc; ++i) {
+        std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") throw Error(kUsage);
+        if (flag == "--version") throw Error(std::string("qnn-net-run ") + qnnb_runtime_version() + " (" QNNB_TARGET ")");
+        if (flag.rfind("--", 0) != 0) throw Error("unexpected argument '" + flag + "'\n" + kUsage);
+        flag = flag.substr(2);
+        for (char& c : flag)
+            if (c == '-') c = '_';
+        bool known = false;
+        for (const char* f : kFlags) known = known || flag == f;
+        if (!known) throw Error("unknown option --" + flag + "\n" + kUsage);
+        if (i + 1 >= argc) throw Error("--" + flag + " needs a value");
+        args[flag] = argv[++i];
+    }
+    for (const char* need : {"model", "input_list", "output_dir"})
+        if (!args.count(need)) throw Error(std::string("net-run needs --") + need);
+    return args;
+}
+
+struct Graph {
+    qnnb_graph* g = nullptr;
+    ~Graph() { qnnb_graph_free(g); }
+    void check(qnnb_status s, const char* what) const {
+        if (s != QNNB_OK)
+            throw Error(std::string(what) + " failed (" + qnnb_status_string(s) + "): " + qnnb_graph_last_error(g));
+    }
+    std::vector<IOInfo> io(int is_output) const {
+        std::vector<IOInfo> out;
+        for (int32_t i = 0; i < qnnb_graph_num_io(g, is_output); ++i) {
+            const char* name = nullptr;
+            qnnb_dtype dtype;
+            int32_t rank = 0;
+            int64_t dims[QNNB_MAX_RANK];
+            check(qnnb_graph_io(g, is_output, i, &name, &dtype, &rank, dims), "io query");
+            out.push_back({name, dtype, std::vector<int64_t>(dims, dims + rank)});
+        }
+        return out;
+    }
+};
+
+std::string json_list(const std::vector<double>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%s\n  %.1f", i ? "," : "", v[i]);
+        s += buf;
+    }
+    return s + (v.empty() ? "]" : "\n ]");
+}
+
+int run(int argc, char** argv) {
+    auto args = parse_args(argc, argv);
+    const std::string backend = args["backend"], list = args["input_list"], out_dir = args["output_dir"];
+    const auto t0 = Clock::now();
+    const qnnb_compose_fn compose = load_model_library(args["model"]);
+    const double load_us = us_since(t0);
+    const auto t1 = Clock::now();
+    Graph g;
+    if (qnnb_graph_create(backend.c_str(), &g.g) != QNNB_OK)
+        throw Error("backend '" + backend + "' is not available in this runtime");
+    g.check(qnnb_graph_set_threads(g.g, std::atoi(args["threads"].c_str())), "set threads");
+    g.check(qnnb_graph_compose(g.g, compose), "compose");
+    const double compose_us = us_since(t1);
+    const std::vector<IOInfo> inputs = g.io(0), outputs = g.io(1);
+    const auto t2 = Clock::now();
+    g.check(qnnb_graph_finalize(g.g), "finalize");
+    const double finalize_us = us_since(t2);
+
+    const std::vector<Run> runs = parse_input_list(list, inputs);
+    // Read and check every input before running anything: a bad file fails before any output.
+    std::vector<std::vector<std::vector<unsigned char>>> feeds;
+    for (const Run& r : runs) {
+        feeds.emplace_back();
+        for (size_t k = 0; k < inputs.size(); ++k) feeds.back().push_back(read_raw(r[k], inputs[k], list));
+    }
+    const long count = args.count("num_inferences") ? std::atol(args["num_inferences"].c_str())
+                                                    : static_cast<long>(runs.size());
+    std::vector<std::vector<unsigned char>> results(outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k) results[k].resize(outputs[k].bytes());
+    std::vector<double> execute_us;
+    for (long n = 0; n < count; ++n) {
+        std::vector<const void*> in_ptrs;
+        for (const auto& f : feeds[static_cast<size_t>(n) % feeds.size()]) in_ptrs.push_back(f.data());
+        std::vector<void*> out_ptrs;
+        for (auto& r : results) out_ptrs.push_back(r.data());
+        const auto t = Clock::now();
+        g.check(qnnb_graph_execute(g.g, in_ptrs.data(), out_ptrs.data()), "execute");
+        execute_us.push_back(us_since(t));
+        for (size_t k = 0; k < outputs.size(); ++k) {
+            const auto bytes = to_float32(results[k].data(), outputs[k]);
+            write_file(out_dir + "/Result_" + std::to_string(n) + "/" + safe_name(outputs[k].name) + ".raw",
+                       bytes.data(), bytes.size());
+        }
+    }
+    if (args.count("profiling_level")) {
+        char head[256];
+        std::snprintf(head, sizeof head, "{\n \"backend\": \"%s\",\n \"compose_us\": %.1f,\n \"execute_us\": ",
+                      backend.c_str(), compose_us);
+        char tail[256];
+        std::snprintf(tail, sizeof tail, ",\n \"finalize_us\": %.1f,\n \"load_us\": %.1f,\n \"num_inferences\": %ld\n}\n",
+                      finalize_us, load_us, count);
+        const std::string text = head + json_list(execute_us) + tail;
+        write_file(out_dir + "/profile.json", text.data(), text.size());
+    }
+    std::printf("ran %ld inference(s) on %s -> %s\n", count, backend.c_str(), out_dir.c_str());
+    return 0;
+}
+
+}  // namespace
+}  // namespace runner
+
+int main(int argc, char** argv) {
+    try {
+        return runner::run(argc, argv);
+    } catch (const runner::Error& e) {
+        std::fprintf(stderr, "qnn-net-run: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "qnn-net-run: error: %s\n", e.what());
+        return 1;
+    }
+}
