@@ -1,11 +1,11 @@
 """`qnn-build`: one subcommand per workflow step, each usable by hand like the QNN tools.
 
     qnn-build convert MODEL.onnx -o DIR [--input-dim NAME 1,3,224,224] [--input-value NAME 16000] [--out-node NAME]
-    qnn-build model-lib --cpp DIR/model.cpp --bin DIR/model.bin -o DIR/libmodel.so
+    qnn-build model-lib --cpp DIR/model.cpp --bin DIR/model.bin -o DIR/libmodel.so [--target aarch64-windows]
     qnn-build context-binary --backend npu --model libmodel.so -o model.ctx
     qnn-build net-run --backend cpu --model libmodel.so --input-list LIST --output-dir OUT
     qnn-build net-run --backend npu --retrieve-context model.ctx --input-list LIST --output-dir OUT
-    qnn-build runtime -o out/runtime/x86_64-linux
+    qnn-build runtime -o out/runtime/x86_64-linux [--target aarch64-linux]
     qnn-build reference --config out/M/reference.config.json -o out/M/reference.npz
     qnn-build test --model libmodel.so --backend cpu --runtime libqnnb.so --reference reference.npz \
         --config test.config.json -o test.json
@@ -116,14 +116,17 @@ def cmd_calibrate(args) -> None:
 def cmd_model_lib(args) -> None:
     from .toolchain import build_model_lib
 
+    from .targets import get_target
+
     _load_config(args, {})
     if not (args.cpp and args.bin and args.output):
         raise QnnBuildError("model-lib needs --cpp, --bin and -o")
+    target = get_target(args.target)
     out = Path(args.output)
     if out.is_dir() or args.output.endswith(os.sep):
-        out = out / "libmodel.so"
-    build_model_lib(args.cpp, args.bin, out)
-    _say(args, f"built {out}")
+        out = out / target.model_lib_name()
+    build_model_lib(args.cpp, args.bin, out, target=target)
+    _say(args, f"built {out} ({target.name})")
 
 
 def cmd_context_binary(args) -> None:
@@ -154,6 +157,10 @@ def cmd_net_run(args) -> None:
     for flag, value in (("--input-list", args.input_list), ("--output-dir", args.output_dir)):
         if not value:
             raise QnnBuildError(f"net-run needs {flag}")
+    if args.model:
+        from .targets import check_binary_for, host_target
+
+        check_binary_for(args.model, host_target())  # a library built for another machine: say which
     model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling=args.profiling_level is not None)
@@ -164,15 +171,20 @@ def cmd_runtime(args) -> None:
     from .atomic import write_bytes
     from .toolchain import INCLUDE_DIR, build_runtime
 
+    from .targets import get_target
+
     _load_config(args, {})
     if not args.output_dir:
         raise QnnBuildError("runtime needs -o DIR")
-    lib = build_runtime(out_dir=args.output_dir)
+    target = get_target(args.target)
+    lib = build_runtime(out_dir=args.output_dir, target=target)
     header = Path(args.output_dir, "include", "qnnb.h")
     write_bytes(header, (INCLUDE_DIR / "qnnb.h").read_bytes())
     # Every output is new after this step, also those reused or copied with their old time: a build
     # tool that compares times (ninja) must not see them as older than their sources.
-    for path in (*Path(args.output_dir).glob("*.so"), Path(args.output_dir, "runtime.key"), header):
+    built = [*Path(args.output_dir).glob("*.so"), *Path(args.output_dir).glob("*.dll"),
+             Path(args.output_dir, target.runner), Path(args.output_dir, "runtime.key"), header]
+    for path in built:
         os.utime(path)
     _say(args, f"built {lib}")
 
@@ -311,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     m = step("model-lib", "model.cpp + model.bin -> libmodel.so", cmd_model_lib)
     m.add_argument("--cpp", help="model.cpp from convert")
     m.add_argument("--bin", help="model.bin from convert")
-    m.add_argument("-o", "--output", help="the library to write (or a directory for libmodel.so)")
+    m.add_argument("-o", "--output", help="the library to write (or a directory for libmodel.so / model.dll)")
+    m.add_argument("--target", help="the machine it runs on: a configs/targets/ name, e.g. aarch64-windows "
+                                    "(default: this one)")
 
     x = step("context-binary", "libmodel.so -> model.ctx: the graph finalized on a backend, serialized "
                                "(docs/context-binary.md)", cmd_context_binary)
@@ -333,6 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = step("runtime", "build the runtime library (libqnnb.so + its OpenBLAS + qnnb.h) into a folder", cmd_runtime)
     r.add_argument("-o", "--output-dir", help="the folder, e.g. out/runtime/x86_64-linux")
+    r.add_argument("--target", help="a configs/targets/ name (default: this machine); the folder also gets "
+                                    "that target's native qnn-net-run")
 
     f = step("reference", "run onnxruntime on the source model over the test data -> reference .npz",
              cmd_reference)

@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
-from .atomic import remove_quietly
 from .errors import QnnBuildError
 from .targets import Target, get_target
 
@@ -167,7 +166,7 @@ def _link_flags(target: Target, target_dir: Path) -> list[str]:
     """What the runtime library and the runner link with besides their objects."""
     strip = ["-s"] if not target.is_host else []  # zig's libc++ debug info would add 60 MB
     if target.os == "windows":
-        return ["-static", *strip]  # libc++ and the MinGW runtime inside: only Windows' own DLLs needed
+        return strip  # zig links libc++ in: only Windows' own DLLs are needed
     flags = ["-Wl,-rpath,$ORIGIN", "-ldl", "-pthread", *strip]
     if target.gemm == "openblas":
         flags = [f"-L{target_dir}", f"-l{openblas()[2]}", *flags]
@@ -214,14 +213,13 @@ def build_runner(out_dir=None, target: Target | str | None = None) -> Path:
     return build_runtime(out_dir, target=target).parent / target.runner
 
 
-def _link(cmd: list[str], out: Path, what: str, env) -> None:
-    tmp = out.parent / f".{out.name}.{os.getpid()}.tmp{out.suffix}"
-    try:
-        _run([*cmd, "-o", str(tmp)], what, env=env)
-        os.replace(tmp, out)
-    finally:
-        remove_quietly(tmp)
-        remove_quietly(tmp.with_suffix(".pdb"))
+def _link(cmd: list[str], out: Path, what: str, env, cwd=None) -> None:
+    """Link into a private folder beside `out`, then move just `out` into place: zig's Windows
+    links also leave an import library there, which nothing needs."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".link-", dir=out.parent) as tmp:
+        _run([*cmd, "-o", str(Path(tmp, out.name).resolve())], what, env=env, cwd=cwd)
+        os.replace(Path(tmp, out.name), out)
 
 
 def _install_copy(src: Path, target_dir: Path) -> None:
@@ -243,21 +241,14 @@ def build_model_lib(cpp, bin_path, out, flags=None, target: Target | str | None 
         if not p.is_file():
             raise ToolchainError(f"{p.name}: no such file ({p.parent})")
     target_compiler_version(target)  # a missing cross compiler says so before anything runs
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = out.parent / f".{out.name}.{os.getpid()}.tmp"
     elf_only = ["-Wl,--build-id=sha1"] if target.os == "linux" else []
     with tempfile.TemporaryDirectory(prefix="qnnb-model-lib-") as tmp:
         # Fixed relative names inside the temp dir keep the object files free of varying paths.
         shutil.copyfile(cpp, Path(tmp) / "model.cpp")
         (Path(tmp) / "model_bin.S").write_text(_incbin_asm(bin_path, target))
-        try:
-            _run([*compiler_command(target), CXX_STD, *(flags or model_flags(target)), f"-I{INCLUDE_DIR}",
-                  "-shared", "model.cpp", "model_bin.S", *elf_only, "-s", "-o", str(tmp_out.resolve())],
-                 f"compiling {cpp.name} for {target.name}", cwd=tmp, env=compiler_env(target))
-            os.replace(tmp_out, out)
-        finally:
-            remove_quietly(tmp_out)
-            remove_quietly(tmp_out.with_suffix(".pdb"))
+        _link([*compiler_command(target), CXX_STD, *(flags or model_flags(target)), f"-I{INCLUDE_DIR}",
+               "-shared", "model.cpp", "model_bin.S", *elf_only, "-s"], out,
+              f"compiling {cpp.name} for {target.name}", compiler_env(target), cwd=tmp)
     return out
 
 

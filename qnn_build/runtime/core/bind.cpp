@@ -3,11 +3,27 @@
 // this on the same finalized graph, so their outputs are the same bytes.
 #include "graph_impl.h"
 
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
+
 namespace qnnb {
 
 void* aligned_alloc64(size_t n) {
     size_t rounded = (n + 63) / 64 * 64;
+#if defined(_WIN32)  // the Windows C runtime has no aligned_alloc
+    return _aligned_malloc(rounded ? rounded : 64, 64);
+#else
     return std::aligned_alloc(64, rounded ? rounded : 64);
+#endif
+}
+
+void aligned_free64(void* p) {
+#if defined(_WIN32)
+    _aligned_free(p);
+#else
+    std::free(p);
+#endif
 }
 
 bool rounds_activation(const qnnb_graph* g, const Tensor* t) {

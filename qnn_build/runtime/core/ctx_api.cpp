@@ -1,10 +1,15 @@
 // The C API's context entry points: load a context binary from a path (memory-mapped, constants
 // used in place) or from memory, then finish it exactly as finalize does (bind.cpp).
+#if defined(_WIN32)
+#include <cstdio>
+#else
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -48,7 +53,7 @@ QNNB_EXPORT qnnb_status qnnb_graph_load_context(qnnb_graph* g, const void* data,
         void* copy = qnnb::aligned_alloc64(size);
         if (!copy) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for the context binary");
         std::memcpy(copy, data, size);
-        g->context_data = std::shared_ptr<void>(copy, std::free);
+        g->context_data = std::shared_ptr<void>(copy, qnnb::aligned_free64);
         bytes = static_cast<const uint8_t*>(copy);
     }
     return load(g, bytes, size);
@@ -57,6 +62,33 @@ QNNB_EXPORT qnnb_status qnnb_graph_load_context(qnnb_graph* g, const void* data,
 QNNB_EXPORT qnnb_status qnnb_graph_load_context_file(qnnb_graph* g, const char* path) {
     if (!g || !path) return QNNB_ERR_INVALID_ARGUMENT;
     if (!ready_for_load(g)) return g->fail(QNNB_ERR_STATE, "graph already composed or loaded");
+#if defined(_WIN32)
+    // No mmap here: read the file into one aligned buffer (constants are used in place from it).
+    std::FILE* f = std::fopen(path, "rb");
+    if (!f) return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string(path) + ": " + std::strerror(errno));
+    std::fseek(f, 0, SEEK_END);
+    long end = std::ftell(f);
+    std::fseek(f, 0, SEEK_SET);
+    if (end < 0) {
+        std::fclose(f);
+        return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string(path) + ": not a regular file");
+    }
+    size_t size = static_cast<size_t>(end);
+    if (size == 0) {
+        std::fclose(f);
+        return load(g, nullptr, 0);
+    }
+    void* buffer = qnnb::aligned_alloc64(size);
+    if (!buffer) {
+        std::fclose(f);
+        return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for the context binary");
+    }
+    size_t got = std::fread(buffer, 1, size, f);
+    std::fclose(f);
+    g->context_data = std::shared_ptr<void>(buffer, qnnb::aligned_free64);
+    if (got != size) return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string(path) + ": read failed");
+    return load(g, static_cast<const uint8_t*>(buffer), size);
+#else
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string(path) + ": " + std::strerror(errno));
     struct stat st;
@@ -75,6 +107,7 @@ QNNB_EXPORT qnnb_status qnnb_graph_load_context_file(qnnb_graph* g, const char* 
     if (map == MAP_FAILED) return g->fail(QNNB_ERR_INVALID_ARGUMENT, std::string(path) + ": cannot map: " + std::strerror(errno));
     g->context_data = std::shared_ptr<void>(map, [size](void* p) { munmap(p, size); });
     return load(g, static_cast<const uint8_t*>(map), size);
+#endif
 }
 
 QNNB_EXPORT qnnb_status qnnb_graph_memory_plan(const qnnb_graph* g, uint64_t* arena_bytes, uint64_t* tensor_bytes) {

@@ -11,6 +11,10 @@
 
 #define QNNB_RUNTIME_VERSION "0.1.0"
 
+namespace qnnb {
+void aligned_free64(void* p);  // for aligned_alloc64's memory (Windows frees it differently)
+}
+
 struct qnnb_graph {
     const qnnb::Backend* backend = nullptr;
     std::vector<std::unique_ptr<qnnb::Tensor>> tensors;
@@ -33,7 +37,7 @@ struct qnnb_graph {
 
     ~qnnb_graph() {
         nodes.clear();  // kernel states before the memory they may point into
-        for (void* b : buffers) std::free(b);
+        for (void* b : buffers) qnnb::aligned_free64(b);
     }
     qnnb_status fail(qnnb_status status, const std::string& message) {
         last_error = message;

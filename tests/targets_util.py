@@ -1,0 +1,110 @@
+"""Shared by tests/test_targets_*.py: zoo models converted once, input lists, and running a
+target's native qnn-net-run (under its emulator: qemu-aarch64, wine) or the Python net-run."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from qnn_build.spec import load_spec
+from qnn_build.targets import get_target
+from qnn_build.toolchain import build_model_lib, build_runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO = sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))
+SAMPLES = 2
+
+
+def zoo_model(name: str, precision: str, out: Path) -> Path:
+    """models/<name>.yaml converted at `precision` into out/<name>/<precision>/ (model.cpp, model.bin,
+    model.json) plus an input list of SAMPLES test samples with paths relative to that folder."""
+    folder = out / name / precision
+    if (folder / "list.txt").is_file():
+        return folder
+    from qnn_build.cli import main
+    spec = load_spec(ROOT / "models" / f"{name}.yaml")
+    args = ["convert", str(spec.source), "-o", str(folder), "--precision", precision, "-q"]
+    for input_name, info in spec.inputs.items():
+        args += ["--input-dim", input_name, ",".join(map(str, info["shape"]))]
+    if spec.calibration and precision != "fp32":
+        args += ["--calibration", str(spec.calibration)]
+    assert main(args) == 0
+    data = np.load(spec.test["data"])
+    lines = []
+    for k in range(SAMPLES):
+        entries = []
+        for input_name, info in spec.inputs.items():
+            raw = Path("raw") / str(k) / f"{input_name}.raw"
+            (folder / raw).parent.mkdir(parents=True, exist_ok=True)
+            data[input_name][k].astype("<f4").reshape(info["shape"]).tofile(folder / raw)
+            entries.append(f"{input_name}:={raw.as_posix()}")
+        lines.append(" ".join(entries))
+    (folder / "list.txt").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def model_lib(folder: Path, target_name: str) -> Path:
+    target = get_target(target_name)
+    lib = folder / target.name / target.model_lib_name()
+    if not lib.is_file():
+        build_model_lib(folder / "model.cpp", folder / "model.bin", lib, target=target)
+    return lib
+
+
+def emulator(target_name: str) -> list[str]:
+    """The command prefix running the target's programs here; [] on the host."""
+    target = get_target(target_name)
+    return list(target.emulator)
+
+
+def wine_env() -> dict:
+    cache = os.environ.get("QNNB_CACHE_DIR", str(ROOT / "out" / "cache"))
+    return {**os.environ, "WINEPREFIX": os.environ.get("WINEPREFIX", str(Path(cache) / "wine")),
+            "WINEDEBUG": "-all"}
+
+
+def has_emulator(target_name: str) -> bool:
+    cmd = emulator(target_name)
+    if not cmd:
+        return True
+    if shutil.which(cmd[0]) is None:
+        return False
+    return "-L" not in cmd or Path(cmd[cmd.index("-L") + 1], "lib").is_dir()
+
+
+def run_native(target_name: str, lib: Path, folder: Path, out_dir: str, backend: str, *extra):
+    """The target's qnn-net-run over folder/list.txt, run in `folder` (relative paths only, which
+    read the same under wine)."""
+    runner = build_runtime(target=target_name).parent / get_target(target_name).runner
+    cmd = [*emulator(target_name), str(runner), "--model", os.path.relpath(lib, folder), "--backend", backend,
+           "--input_list", "list.txt", "--output_dir", out_dir, *extra]
+    return subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=wine_env(), timeout=600)
+
+
+def run_python(lib: Path, folder: Path, out_dir: str, backend: str) -> None:
+    cwd = os.getcwd()
+    os.chdir(folder)  # the list's relative paths, as the native runner reads them
+    try:
+        r = subprocess.run([sys.executable, "-m", "qnn_build", "net-run", "--model", str(lib), "--backend", backend,
+                            "--input-list", "list.txt", "--output-dir", out_dir, "-q"], capture_output=True,
+                           text=True)
+    finally:
+        os.chdir(cwd)
+    assert r.returncode == 0, r.stderr
+
+
+def results(out_dir: Path) -> dict[str, bytes]:
+    """Result_K/<name>.raw -> bytes, for every output file."""
+    return {p.relative_to(out_dir).as_posix(): p.read_bytes() for p in sorted(out_dir.glob("Result_*/*.raw"))}
+
+
+def assert_close(ours: dict[str, bytes], host: dict[str, bytes], rtol: float) -> None:
+    """Float outputs agree within rtol relative to each output's largest magnitude."""
+    assert ours.keys() == host.keys()
+    for key in host:
+        a, b = np.frombuffer(ours[key], "<f4"), np.frombuffer(host[key], "<f4")
+        scale = max(float(np.abs(b).max()), 1e-30)
+        assert float(np.abs(a - b).max()) <= rtol * scale, f"{key}: {np.abs(a - b).max()} > {rtol} * {scale}"
