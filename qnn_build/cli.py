@@ -228,6 +228,7 @@ def cmd_release(args) -> None:
         raise QnnBuildError(f"release needs {'-o' if not missing else '--' + missing[0].replace('_', '-')} "
                             "(the build writes all of it to the --config file)")
     config = {k: getattr(args, k) for k in ("zoo", "zoo_version", "runtime", "tool_versions", "models", "skipped")}
+    config["cross_runtimes"] = args.cross_runtimes or []
     manifest = release(config, args.output)
     _say(args, f"released {len(manifest['files'])} files -> {args.output}")
 
@@ -386,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--zoo", help="zoo name")
     z.add_argument("--zoo-version", help="zoo version")
     z.add_argument("--runtime", type=_json_arg, help="JSON {target, libraries, header} (normally from --config)")
+    z.add_argument("--cross-runtimes", type=_json_arg,
+                   help="JSON list of {target, libraries}: other targets' runtimes and runners (normally from --config)")
     z.add_argument("--tool-versions", help="the build's tool-versions.json")
     z.add_argument("--models", type=_json_arg, help="JSON list of models and their builds (normally from --config)")
     z.add_argument("--skipped", type=_json_arg, help="JSON list of builds left out, for the manifest")

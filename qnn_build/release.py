@@ -5,6 +5,8 @@ Layout inside the archive (top folder `<zoo>-<version>/`):
     MANIFEST.json                                   sha256 of every file, specs, sources, tools, metrics
     include/qnnb.h                                  the C API
     lib/<target>/libqnnb.so, lib<openblas>.so       the runtime library and the BLAS it links
+    lib/<target>/qnn-net-run                        the native runner (docs/targets.md)
+    lib/<other target>/qnnb.dll, qnn-net-run.exe    every other target the specs name
     models/<model>/<precision>/<target>/lib<model>.so   the model library (name from the target config)
     models/<model>/<precision>/<target>/model.json
     models/<model>/<precision>/<target>/model-<backend>.ctx   the context binary for a backend
@@ -25,7 +27,7 @@ from .atomic import write_bytes
 from .errors import QnnBuildError
 from .report.manifest import build_manifest, dumps, sha256, test_summary
 
-EXECUTABLE_SUFFIXES = (".so", ".dll", ".dylib")
+EXECUTABLE_SUFFIXES = (".so", ".dll", ".dylib", ".exe", "/qnn-net-run")
 
 
 def release(config: dict, output) -> dict:
@@ -34,8 +36,9 @@ def release(config: dict, output) -> dict:
     files: dict[str, bytes] = {}
     runtime = config["runtime"]
     files["include/qnnb.h"] = _read(runtime["header"])
-    for lib in runtime["libraries"]:
-        files[f"lib/{runtime['target']}/{PurePosixPath(lib).name}"] = _read(lib)
+    for each in [runtime, *config.get("cross_runtimes", [])]:
+        for lib in each["libraries"]:
+            files[f"lib/{each['target']}/{PurePosixPath(lib).name}"] = _read(lib)
     models = {}
     for model in config["models"]:
         builds = {}

@@ -138,16 +138,23 @@ def runtime_key(flags=None, target: Target | None = None) -> str:
     return h.hexdigest()[:20]
 
 
-def _runtime_objects(target: Target, flags: list[str], key: str, jobs=None) -> list[Path]:
-    """Compile the runtime's sources once per key (shared by the library and the runner)."""
-    obj_dir = cache_root() / "obj" / key
+def _runtime_objects(target: Target, flags: list[str], jobs=None) -> list[Path]:
+    """Compile the runtime's sources (shared by the library and the runner). Each object is keyed
+    by its source, every header, the flags and the compiler: editing one kernel recompiles one file."""
+    common = hashlib.sha256()
+    common.update(target_compiler_version(target).encode() + b"\0" + " ".join(flags).encode() + b"\0")
+    for f in runtime_headers():
+        common.update(f.relative_to(RUNTIME_DIR).as_posix().encode() + b"\0" + f.read_bytes())
+    obj_dir = cache_root() / "obj" / target.name
     obj_dir.mkdir(parents=True, exist_ok=True)
     includes = [f"-I{INCLUDE_DIR}"]
     if target.gemm == "openblas":
         includes.append(f"-I{openblas()[0]}")
 
     def compile_one(src: Path) -> Path:
-        obj = obj_dir / (src.parent.name + "_" + src.stem + ".o")
+        h = common.copy()
+        h.update(src.read_bytes())
+        obj = obj_dir / f"{src.parent.name}_{src.stem}-{h.hexdigest()[:16]}.o"
         if not obj.is_file():
             tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
             _run([*compiler_command(target), CXX_STD, *flags, *includes, "-c", str(src), "-o", str(tmp)],
@@ -189,7 +196,7 @@ def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | No
     stamp = target_dir / "runtime.key"
     if lib.is_file() and runner.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
         return lib
-    objects = _runtime_objects(target, flags, key, jobs)
+    objects = _runtime_objects(target, flags, jobs)
     target_dir.mkdir(parents=True, exist_ok=True)
     if target.gemm == "openblas":
         _, ob_dir, ob_name = openblas()

@@ -3,10 +3,12 @@ so SCons, ninja and a person at a shell run the same thing.
 
     builder        target (emitter names the outputs)            sources, in this order
     QnnRuntime     DIR -> DIR/libqnnb.so, DIR/lib<blas>.so,       (default: the runtime's C++ sources)
-                   DIR/runtime.key, DIR/include/qnnb.h
+                   DIR/runtime.key, DIR/include/qnnb.h,
+                   DIR/qnn-net-run ($QNNB_TARGET: that target's
+                   runtime library and runner instead)
     QnnConvert     DIR -> DIR/model.cpp, model.bin, model.json    convert.config.json, model.onnx[, calibration,
                    (+ model.encodings.json unless fp32)          overrides]
-    QnnModelLib    libmodel.so                                   model.cpp, model.bin[, model_lib config]
+    QnnModelLib    libmodel.so (model.dll, ... for $QNNB_TARGET) model.cpp, model.bin[, model_lib config]
     QnnReference   reference.npz                                 reference.config.json, model.onnx, test data
     QnnContext     model.ctx -> model.ctx, model.ctx.json            libmodel.so, libqnnb.so
     QnnTest        test.json                                     test.config.json, model.ctx, reference.npz,
@@ -29,11 +31,12 @@ STEP = "$( $QNNB_PYTHON $) -m qnn_build"
 
 # name -> (construction variable of the command, its command line, its short text)
 COMMANDS = {
-    "runtime": ("QNNB_RUNTIMECOM", f"{STEP} runtime -q -o ${{TARGET.dir}}", "runtime $QNNB_TARGET"),
+    "runtime": ("QNNB_RUNTIMECOM", f"{STEP} runtime -q $_QNNB_CROSS -o ${{TARGET.dir}}", "runtime $QNNB_TARGET"),
     "convert": ("QNNB_CONVERTCOM", f"{STEP} convert -q --config ${{SOURCES[0]}} -o ${{TARGET.dir}}",
                 "convert $QNNB_MODEL $QNNB_PRECISION"),
-    "model-lib": ("QNNB_MODELLIBCOM", f"{STEP} model-lib -q --cpp ${{SOURCES[0]}} --bin ${{SOURCES[1]}} -o $TARGET",
-                  "model-lib $QNNB_MODEL $QNNB_PRECISION"),
+    "model-lib": ("QNNB_MODELLIBCOM",
+                  f"{STEP} model-lib -q --cpp ${{SOURCES[0]}} --bin ${{SOURCES[1]}} $_QNNB_CROSS -o $TARGET",
+                  "model-lib $QNNB_MODEL $QNNB_PRECISION$_QNNB_AT_TARGET"),
     "context-binary": ("QNNB_CONTEXTCOM",
                        (f"{STEP} context-binary -q --model ${{SOURCES[0]}} --runtime ${{SOURCES[1]}} "
                         "--backend $QNNB_BACKEND -o ${TARGETS[0]}"),
@@ -74,15 +77,35 @@ def _with_stamp(step: str):
 
 
 def _runtime_emitter(target, source, env):
-    from ..toolchain import openblas, runtime_headers, runtime_sources
+    """The host: libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h, qnn-net-run. A cross target
+    ($QNNB_TARGET): its runtime library, runner, runtime.key, include/qnnb.h."""
+    from ..targets import get_target
+    from ..toolchain import openblas, runner_sources, runtime_headers, runtime_sources
 
     folder = target[0]
-    _, _, blas = openblas()
-    files = [folder.File("libqnnb.so"), folder.File(f"lib{blas}.so"), folder.File("runtime.key"),
-             folder.Dir("include").File("qnnb.h")]
+    where = get_target(env.subst("$QNNB_TARGET"))
+    key, header = folder.File("runtime.key"), folder.Dir("include").File("qnnb.h")
+    if where.is_host:
+        _, _, blas = openblas()
+        files = [folder.File("libqnnb.so"), folder.File(f"lib{blas}.so"), key, header, folder.File(where.runner)]
+    else:
+        files = [folder.File(where.runtime_lib), folder.File(where.runner), key, header]
     if not source:
-        source = [env.File(str(p)) for p in runtime_sources() + runtime_headers()]
+        source = [env.File(str(p)) for p in runtime_sources(where) + runtime_headers() + runner_sources()]
     return _with_stamp("runtime")(files, source, env)
+
+
+def _cross(env):
+    """`--target T` for a step built for a target other than the host; nothing on the host (so host
+    command lines, and their signatures, are what they always were)."""
+    from ..targets import get_target
+    name = env.subst("$QNNB_TARGET")
+    return [] if get_target(name).is_host else ["--target", name]
+
+
+def _at_target(env):
+    cross = _cross(env)
+    return f"@{cross[1]}" if cross else ""
 
 
 def _convert_emitter(target, source, env):
@@ -138,6 +161,10 @@ DEFAULTS = {
     "QNNB_TARGET": "",
     "_QNNB_TEST_META": "${_qnnb_test_meta(__env__)}",
     "_qnnb_test_meta": _test_meta,
+    "_QNNB_CROSS": "${_qnnb_cross(__env__)}",
+    "_qnnb_cross": _cross,
+    "_QNNB_AT_TARGET": "${_qnnb_at_target(__env__)}",
+    "_qnnb_at_target": _at_target,
     **{var: command for var, command, _ in COMMANDS.values()},
 }
 COMSTRS = {var + "STR": text for var, _, text in COMMANDS.values()}

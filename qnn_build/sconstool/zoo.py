@@ -8,13 +8,16 @@ changes), then declare, for each available precision, convert -> model-lib, and 
     out/<model>/reference.config.json, reference.npz          one per model (onnxruntime, float)
     out/<model>/<precision>/convert.config.json                 (from the spec layer)
     out/<model>/<precision>/{model.cpp, model.bin, model.json, libmodel.so}
+    out/<model>/<precision>/<target>/{model.dll | libmodel.so}   per other target the spec names
     out/<model>/<precision>/<slot>/{model.ctx, model.ctx.json}   the context binary for the slot's backend
     out/<model>/<precision>/<slot>/{test.config.json, test.json}  run from model.ctx
-    out/runtime/<host target>/{libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h}   one per build
+    out/runtime/<host target>/{libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h, qnn-net-run}
+    out/runtime/<other target>/{qnnb.dll | libqnnb.so, qnn-net-run[.exe], runtime.key, include/qnnb.h}
     out/release/{release.config.json, <zoo>-<version>.tar.gz}
 
-Unavailable precisions (configs/precisions.yaml `available: false`), backends (configs/backends) and
-cross targets are skipped with one note line per model. Aliases: `<model>`, `test`, `runtime`,
+Unavailable precisions (configs/precisions.yaml `available: false`) and backends (configs/backends)
+are skipped with one note line per model; slots on another target are built (model library,
+runtime, runner) but their tests are skipped: they run on that machine. Aliases: `<model>`, `test`, `runtime`,
 `release`.
 """
 
@@ -79,15 +82,18 @@ def qnn_zoo_release(env, target=None):
     config = {
         "zoo": zoo,
         "zoo_version": version,
-        "runtime": {"target": first["host"], "libraries": [_rel(n, root) for n in runtime[:2]],
+        "runtime": {"target": first["host"], "libraries": [_rel(n, root) for n in [*runtime[:2], runtime[4]]],
                     "header": _rel(runtime[3], root)},
+        "cross_runtimes": _cross_runtimes(env, root),
         "tool_versions": _rel(env.File(str(stamps.ensure(env)["all"])), root),
         "models": [m["release"] for _, m in sorted(models.items())],
         "skipped": [note for _, m in sorted(models.items()) for note in m["skipped"]],
     }
     config_path = Path(out.abspath, "release", "release.config.json")
     write_text(config_path, canonical_json(config))
-    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], env.File(str(stamps.ensure(env)["all"]))]
+    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], runtime[4], env.File(str(stamps.ensure(env)["all"]))]
+    for other in list(_RUNTIMES[out.abspath].values())[1:]:
+        inputs += other[:2]
     for model in models.values():
         inputs += model["release_inputs"]
     target = target or out.Dir("release").File(f"{zoo}-{version}.tar.gz")
@@ -139,7 +145,7 @@ class _Model:
         converted = self.env.QnnConvert(folder, inputs, QNNB_MODEL=self.name, QNNB_PRECISION=precision)
         for target in self.resolved.model_lib:
             if target != self.host:
-                self.skipped.append((f"{precision}@{target}", "cross-compiling is not available yet"))
+                self._cross_lib(precision, target, converted)
         if self.host not in self.resolved.model_lib:
             return
         lib = self.env.QnnModelLib(folder.File("libmodel.so"), [converted[0], converted[1],
@@ -157,10 +163,26 @@ class _Model:
             elif not where["available"]:
                 self._skip(precision, slot, f"backend {where['backend']} not available yet")
             elif where["target"] != self.host:
-                self._skip(precision, slot, "cross targets are not available yet")
+                self._skip(precision, slot, f"built for {where['target']}; its tests run on that machine")
             else:
                 self._test(precision, slot, where, converted, lib, build)
         self.builds.append(build)
+
+    def _cross_lib(self, precision, target, converted) -> None:
+        """model-lib for another target: out/<model>/<precision>/<target>/<model.dll|libmodel.so>,
+        with that target's runtime and runner declared once per build (docs/targets.md)."""
+        shared_lib = self.spec.configs.targets[target]["shared_lib"]
+        folder = self.dir.Dir(precision).Dir(target)
+        lib = self.env.QnnModelLib(folder.File(shared_lib.format(name="model")),
+                                   [converted[0], converted[1], self.dir.Dir("model_lib").File(f"{target}.config.json")],
+                                   QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_TARGET=target)
+        self.libs += lib + _runtime(self.env, target)
+        self.release_inputs += [lib[0], converted[2]]
+        self.builds.append({"precision": precision, "target": target, "library": _rel(lib[0], self.root),
+                            "model_json": _rel(converted[2], self.root), "tests": {},
+                            "shared_lib": shared_lib.format(name=self.name)})
+        self.rows.append({"model": self.name, "precision": precision, "target": target, "library": lib[0].abspath,
+                          "test": None, "steps": [("model-lib", str(lib[0]))], "nodes": [self.alias[0], lib[0]]})
 
     def _test(self, precision, slot, where, converted, lib, build) -> None:
         folder = self.dir.Dir(precision).Dir(slot)
@@ -230,21 +252,34 @@ def _reference(env, spec, model_dir, source, test_data, root):
     return env.QnnReference(model_dir.File("reference.npz"), [config_file, source, test_data], QNNB_MODEL=spec.name)
 
 
-def _runtime(env, host=None):
-    """The runtime library of this build (declared once): [libqnnb.so, lib<blas>.so, runtime.key, qnnb.h]."""
+def _runtime(env, target=None):
+    """The runtime of this build for `target` (default: the host), declared once each: for the host
+    [libqnnb.so, lib<blas>.so, runtime.key, qnnb.h, qnn-net-run]; for another target [its runtime
+    library, its qnn-net-run, runtime.key, qnnb.h]."""
     out = env.Dir("$QNNB_OUTDIR")
     if out.abspath not in _RUNTIMES:
-        host = host or "x86_64-linux"
-        nodes = env.QnnRuntime(target=out.Dir("runtime").Dir(host), source=[], QNNB_TARGET=host)
-        env.Alias("runtime", nodes)
+        _RUNTIMES[out.abspath] = {}
+    runtimes = _RUNTIMES[out.abspath]
+    target = target or next(iter(runtimes), None) or "x86_64-linux"  # the first declared is the host's
+    if target in runtimes:
+        return runtimes[target]
+    nodes = env.QnnRuntime(target=out.Dir("runtime").Dir(target), source=[], QNNB_TARGET=target)
+    env.Alias("runtime", nodes)
+    runtimes[target] = nodes
+    if len(runtimes) == 1:
         env.Clean(nodes, [out.Dir("runtime"), out.Dir("tool-versions"), out.File("tool-versions.json"),
                           out.Dir("release")])
         # ninja reruns scons (which rewrites configs and stamps) when one of these changes.
         tool_sources = sorted(Path(__file__).parent.glob("*.py")) + sorted(Path(__file__).parents[1].glob("spec/*"))
         for path in stamps.regenerate_inputs(dict(env["ENV"])) + [str(p) for p in tool_sources]:
             SCons.Node.SConscriptNodes.add(env.File(path))
-        _RUNTIMES[out.abspath] = nodes
-    return _RUNTIMES[out.abspath]
+    return nodes
+
+
+def _cross_runtimes(env, root) -> list[dict]:
+    """Every other target's runtime library and runner, for the release."""
+    runtimes = list(_RUNTIMES.get(env.Dir("$QNNB_OUTDIR").abspath, {}).items())[1:]
+    return [{"target": target, "libraries": [_rel(n, root) for n in nodes[:2]]} for target, nodes in runtimes]
 
 
 def _last_result_failed(node) -> bool:

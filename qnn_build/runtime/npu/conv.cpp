@@ -383,7 +383,7 @@ bool prepare_conv(Node& n, std::string& err) {
     if (!check_total_bound(s.p, x_max, wmax, g.cg() * g.taps(), err)) return false;
     s.acc32 = fits_int32(x_max, wmax, s.block * g.taps());
     for (int d = 0; d < 3; ++d) s.pd[d] = padded_extent(g, d);
-    const bool vnni = QNNB_NPU_VNNI && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && !s.p.blockwise() &&
+    const bool vnni = QNNB_NPU_BLOCK && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && !s.p.blockwise() &&
                       s.p.sign == 1 && g.cg() > 1 && fits_int32(255, 128, g.cg() * g.taps());
     if (force_reference()) {
         s.path = Path::Reference;

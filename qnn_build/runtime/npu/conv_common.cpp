@@ -229,7 +229,7 @@ void vnni_block(const VnniWeights& p, int64_t cb, const uint8_t* const* rows, co
         default: block_kernel<4>(w, p.taps, p.kq, rows, tap_off, acc); break;
     }
 }
-#else
+#elif !QNNB_NPU_DOTPROD
 void vnni_block(const VnniWeights&, int64_t, const uint8_t* const*, const int64_t*, int32_t*) {}
 void vnni_requant(const VnniRequant&, int64_t, int, const int32_t*, int, int32_t*) {}
 #endif

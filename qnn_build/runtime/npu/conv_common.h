@@ -14,6 +14,15 @@
 #else
 #define QNNB_NPU_VNNI 0
 #endif
+// Arm's dot-product extension (the aarch64 targets' -mcpu=...+dotprod): the same block kernel on
+// vdotq_s32 (block_dotprod.cpp).
+#if defined(__ARM_FEATURE_DOTPROD) && !QNNB_NPU_VNNI
+#define QNNB_NPU_DOTPROD 1
+#else
+#define QNNB_NPU_DOTPROD 0
+#endif
+// The block fast path exists on this target: vnni_block() and vnni_requant() below are real.
+#define QNNB_NPU_BLOCK (QNNB_NPU_VNNI || QNNB_NPU_DOTPROD)
 
 namespace qnnb {
 namespace npu {
@@ -107,7 +116,7 @@ void pack_vnni(int64_t channels, int64_t taps, int64_t k_per_tap, W w, VnniWeigh
 }
 
 // One channel block cb for 6 rows: rows[r] + tap_off[t] is row r's 4·kq bytes for tap t.
-// acc is [6][64]. Only with QNNB_NPU_VNNI.
+// acc is [6][64]. Only with QNNB_NPU_BLOCK (AVX-512 VNNI or Arm dotprod).
 void vnni_block(const VnniWeights& p, int64_t cb, const uint8_t* const* rows, const int64_t* tap_off, int32_t* acc);
 
 // (N2)-(N3) on a block's accumulators, 8 channels per vector: total = ±acc + comp[c], then

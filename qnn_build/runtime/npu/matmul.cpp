@@ -221,7 +221,7 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
     if (!check_total_bound(s.p, a_max, b_max, s.k, err)) return false;
     s.acc32 = fits_int32(a_max, b_max, s.block);
     const bool one_b = s.b_off.size() == 1;
-    const bool vnni = QNNB_NPU_VNNI && s.a_kind == Kind::U8 && b->is_const() && b->encoding.bitwidth <= 8 &&
+    const bool vnni = QNNB_NPU_BLOCK && s.a_kind == Kind::U8 && b->is_const() && b->encoding.bitwidth <= 8 &&
                       !s.p.blockwise() && one_b && s.b_sj == 1 && fits_int32(255, 128, s.k) && s.k > 0;
     if (force_reference() || s.k == 0) {
         s.path = Path::Reference;

@@ -1,0 +1,49 @@
+"""aarch64-linux under qemu-user: the native runner and model libraries built by zig run every
+shipped model; npu outputs are byte-identical to the x86-64 host's at every npu precision (the
+dotprod fast path and the reference loop alike), cpu outputs agree within 1e-5 relative."""
+
+import os
+
+import pytest
+
+from targets_util import ZOO, assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
+
+TARGET = "aarch64-linux"
+pytestmark = pytest.mark.skipif(not has_emulator(TARGET), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return tmp_path_factory.mktemp("aarch64")
+
+
+def host_and_target(built, name, precision, backend, *env):
+    folder = zoo_model(name, precision, built)
+    run_python(model_lib(folder, "x86_64-linux"), folder, f"host-{backend}", backend)
+    r = run_native(TARGET, model_lib(folder, TARGET), folder, f"{TARGET}-{backend}", backend)
+    assert r.returncode == 0, r.stderr
+    return results(folder / f"{TARGET}-{backend}"), results(folder / f"host-{backend}")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "w8a8"])
+@pytest.mark.parametrize("name", ZOO)
+def test_npu_bytes_equal_the_host(built, name, precision):
+    ours, host = host_and_target(built, name, precision, "npu")
+    assert ours and ours == host
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_cpu_agrees_with_the_host(built, name):
+    ours, host = host_and_target(built, name, "fp32", "cpu")
+    assert_close(ours, host, 1e-5)
+
+
+def test_dotprod_fast_path_equals_the_reference_loop(built, monkeypatch):
+    folder = zoo_model("mobile_tiny", "w8a8", built)
+    lib = model_lib(folder, TARGET)
+    fast = run_native(TARGET, lib, folder, "fast", "npu")
+    monkeypatch.setenv("QNNB_NPU_REFERENCE", "1")
+    ref = run_native(TARGET, lib, folder, "ref", "npu")
+    assert fast.returncode == 0 and ref.returncode == 0, fast.stderr + ref.stderr
+    assert results(folder / "fast") == results(folder / "ref")
+    assert os.environ["QNNB_NPU_REFERENCE"] == "1"

@@ -1,0 +1,61 @@
+"""Windows targets. x86_64-windows: model.dll and qnn-net-run.exe run under wine with npu outputs
+byte-identical to the host's (cpu within 1e-5). aarch64-windows (Snapdragon laptops) cannot run
+here: its model.dll, qnnb.dll and qnn-net-run.exe are checked as PE32+ ARM64 images with the
+expected exports (pefile)."""
+
+import pytest
+
+from qnn_build.targets import get_target
+from qnn_build.toolchain import build_runtime
+from targets_util import assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
+
+pefile = pytest.importorskip("pefile")
+
+WINE_MODELS = ["digits_cnn", "mobile_tiny", "transformer_block"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return tmp_path_factory.mktemp("windows")
+
+
+@pytest.mark.skipif(not has_emulator("x86_64-windows"), reason="needs wine (.ci/run)")
+@pytest.mark.parametrize("name,precision,backend", [(m, "w8a8", "npu") for m in WINE_MODELS] +
+                         [("mobile_tiny", "fp16", "npu"), ("mobile_tiny", "fp32", "cpu")])
+def test_wine_runs_model_dll_like_the_host(built, name, precision, backend):
+    folder = zoo_model(name, precision, built)
+    run_python(model_lib(folder, "x86_64-linux"), folder, f"host-{backend}", backend)
+    r = run_native("x86_64-windows", model_lib(folder, "x86_64-windows"), folder, f"win-{backend}", backend)
+    assert r.returncode == 0, r.stderr
+    ours, host = results(folder / f"win-{backend}"), results(folder / f"host-{backend}")
+    if backend == "npu":
+        assert ours and ours == host
+    else:
+        assert_close(ours, host, 1e-5)
+
+
+def pe_image(path):
+    pe = pefile.PE(str(path))
+    exports = {e.name.decode() for e in getattr(pe, "DIRECTORY_ENTRY_EXPORT", None).symbols if e.name} \
+        if hasattr(pe, "DIRECTORY_ENTRY_EXPORT") else set()
+    return pe, exports
+
+
+@pytest.mark.parametrize("target,machine", [("aarch64-windows", 0xAA64), ("x86_64-windows", 0x8664)])
+def test_windows_images_are_pe32plus_with_the_entry_points(built, target, machine):
+    folder = zoo_model("digits_cnn", "w8a8", built)
+    runtime = build_runtime(target=target)
+    runner = runtime.parent / get_target(target).runner
+    dll = model_lib(folder, target)
+    for path, is_dll in ((dll, True), (runtime, True), (runner, False)):
+        pe, exports = pe_image(path)
+        assert pe.FILE_HEADER.Machine == machine, path
+        assert pe.OPTIONAL_HEADER.Magic == 0x20B, f"{path}: not PE32+"
+        assert pe.is_dll() == is_dll and pe.is_exe() == (not is_dll), path
+    assert "qnnb_model_compose" in pe_image(dll)[1]
+    assert {"qnnb_graph_create", "qnnb_graph_compose", "qnnb_graph_finalize", "qnnb_graph_execute",
+            "qnnb_graph_io", "qnnb_runtime_version"} <= pe_image(runtime)[1]
+    # Only Windows' own DLLs are imported: nothing else needs shipping beside them.
+    pe, _ = pe_image(runner)
+    imported = {e.dll.decode().lower() for e in pe.DIRECTORY_ENTRY_IMPORT}
+    assert not any(name.startswith(("libc++", "libstdc++", "libgcc", "libwinpthread")) for name in imported), imported
