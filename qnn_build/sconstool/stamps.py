@@ -35,22 +35,23 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # The package's files each step runs, relative to the package (a folder: every *.py below it).
 # convert: everything but what it never imports, so a new converter module is covered by default.
 COMMON = ["__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"]
-NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "release.py", "onnx_backend.py", "toolchain.py")
+NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "release.py", "onnx_backend.py", "toolchain.py",
+                 "targets.py")
 SOURCES = {
     "convert": None,
-    "model-lib": COMMON + ["toolchain.py", "runtime/include/qnnb.h"],
-    "context-binary": COMMON + ["runtime/__init__.py", "runtime/binding.py", "runtime/context.py"],
-    "runtime": COMMON + ["toolchain.py"],
+    "model-lib": COMMON + ["toolchain.py", "targets.py", "runtime/include/qnnb.h"],
+    "context-binary": COMMON + ["targets.py", "runtime/__init__.py", "runtime/binding.py", "runtime/context.py"],
+    "runtime": COMMON + ["toolchain.py", "targets.py"],
     "reference": COMMON + ["report/__init__.py", "report/data.py", "report/reference.py"],
     "test": COMMON + ["report/__init__.py", "report/data.py", "report/metrics.py", "report/testrun.py",
-                      "runtime/__init__.py", "runtime/binding.py"],
+                      "runtime/__init__.py", "runtime/binding.py", "targets.py"],
     "release": COMMON + ["release.py", "report/__init__.py", "report/manifest.py"],
 }
 PACKAGES = {
     "convert": ["onnx", "numpy"],
-    "model-lib": [],
+    "model-lib": ["ziglang"],  # the cross targets' compiler
     "context-binary": ["numpy"],
-    "runtime": ["scipy-openblas32"],
+    "runtime": ["scipy-openblas32", "ziglang"],
     "reference": ["onnx", "onnxruntime", "numpy"],
     "test": ["numpy"],
     "release": [],

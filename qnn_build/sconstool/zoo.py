@@ -270,7 +270,8 @@ def _runtime(env, target=None):
         env.Clean(nodes, [out.Dir("runtime"), out.Dir("tool-versions"), out.File("tool-versions.json"),
                           out.Dir("release")])
         # ninja reruns scons (which rewrites configs and stamps) when one of these changes.
-        tool_sources = sorted(Path(__file__).parent.glob("*.py")) + sorted(Path(__file__).parents[1].glob("spec/*"))
+        spec_files = [p for p in Path(__file__).parents[1].glob("spec/*") if p.is_file()]  # not __pycache__
+        tool_sources = sorted(Path(__file__).parent.glob("*.py")) + sorted(spec_files)
         for path in stamps.regenerate_inputs(dict(env["ENV"])) + [str(p) for p in tool_sources]:
             SCons.Node.SConscriptNodes.add(env.File(path))
     return nodes
