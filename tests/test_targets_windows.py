@@ -1,5 +1,5 @@
 """Windows targets. x86_64-windows: model.dll and qnn-net-run.exe run under wine with npu outputs
-byte-identical to the host's (cpu within 1e-5). aarch64-windows (Snapdragon laptops) cannot run
+byte-identical to the host's for every zoo model at w8a8 (and fp16 on one; cpu within 1e-5). aarch64-windows (Snapdragon laptops) cannot run
 here: its model.dll, qnnb.dll and qnn-net-run.exe are checked as PE32+ ARM64 images with the
 expected exports (pefile)."""
 
@@ -7,12 +7,9 @@ import pytest
 
 from qnn_build.targets import get_target
 from qnn_build.toolchain import build_runtime
-from targets_util import assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
+from targets_util import ZOO, assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
 
 pefile = pytest.importorskip("pefile")
-
-WINE_MODELS = ["digits_cnn", "mobile_tiny", "transformer_block"]
-
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
@@ -20,7 +17,7 @@ def built(tmp_path_factory):
 
 
 @pytest.mark.skipif(not has_emulator("x86_64-windows"), reason="needs wine (.ci/run)")
-@pytest.mark.parametrize("name,precision,backend", [(m, "w8a8", "npu") for m in WINE_MODELS] +
+@pytest.mark.parametrize("name,precision,backend", [(m, "w8a8", "npu") for m in ZOO] +
                          [("mobile_tiny", "fp16", "npu"), ("mobile_tiny", "fp32", "cpu")])
 def test_wine_runs_model_dll_like_the_host(built, name, precision, backend):
     folder = zoo_model(name, precision, built)
