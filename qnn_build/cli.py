@@ -157,10 +157,6 @@ def cmd_net_run(args) -> None:
     for flag, value in (("--input-list", args.input_list), ("--output-dir", args.output_dir)):
         if not value:
             raise QnnBuildError(f"net-run needs {flag}")
-    if args.model:
-        from .targets import check_binary_for, host_target
-
-        check_binary_for(args.model, host_target())  # a library built for another machine: say which
     model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling=args.profiling_level is not None)

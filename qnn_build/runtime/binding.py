@@ -82,6 +82,8 @@ class Model:
         path = Path(model_lib)
         if not path.is_file():
             raise QnnBuildError(f"{model_lib}: model library not found")
+        from ..targets import check_binary_for, host_target
+        check_binary_for(path, host_target())  # built for another machine: say which, not dlopen's words
         try:
             self._lib = ctypes.CDLL(str(path.resolve()))  # kept: constants point into it
             compose = self._lib.qnnb_model_compose
