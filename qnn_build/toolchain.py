@@ -86,7 +86,9 @@ def compiler_env(target: Target) -> dict | None:
 
 
 def runtime_flags(target: Target) -> list[str]:
-    return list(RUNTIME_FLAGS) if target.is_host else [*target.cxxflags, *CROSS_FLAGS]
+    """The runtime's compile flags, with the target's name and ISA (qnnb_runtime_target/_isa)."""
+    flags = list(RUNTIME_FLAGS) if target.is_host else [*target.cxxflags, *CROSS_FLAGS]
+    return flags + [f'-DQNNB_TARGET_NAME="{target.name}"', f'-DQNNB_TARGET_ISA="{target.isa}"']
 
 
 def model_flags(target: Target) -> list[str]:
@@ -207,8 +209,7 @@ def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | No
     no_undefined = ["-Wl,--no-undefined"] if target.os == "linux" else []
     _link([*link, "-shared", *extra, *no_undefined], lib, f"linking the runtime for {target.name}", env)
     runner_objs = [str(s) for s in sorted(RUNNER_DIR.glob("*.cpp"))]
-    _link([*compiler_command(target), CXX_STD, *flags, f"-I{INCLUDE_DIR}", f'-DQNNB_TARGET="{target.name}"',
-           *runner_objs, *map(str, objects),
+    _link([*compiler_command(target), CXX_STD, *flags, f"-I{INCLUDE_DIR}", *runner_objs, *map(str, objects),
            *extra], runner, f"linking qnn-net-run for {target.name}", env)
     stamp.write_text(key + "\n")
     return lib

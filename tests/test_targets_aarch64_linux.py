@@ -47,3 +47,13 @@ def test_dotprod_fast_path_equals_the_reference_loop(built, monkeypatch):
     assert fast.returncode == 0 and ref.returncode == 0, fast.stderr + ref.stderr
     assert results(folder / "fast") == results(folder / "ref")
     assert os.environ["QNNB_NPU_REFERENCE"] == "1"
+
+
+def test_runner_names_its_target_under_qemu():
+    import subprocess
+
+    from qnn_build.toolchain import build_runner
+    from targets_util import emulator
+    r = subprocess.run([*emulator(TARGET), str(build_runner(target=TARGET)), "--version"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "aarch64-linux (armv8.2-a+dotprod)" in r.stdout, r.stdout + r.stderr

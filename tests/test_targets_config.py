@@ -106,3 +106,13 @@ def test_every_target_file_is_complete():
     for t in all_targets().values():
         assert t.runtime_lib and t.runner and t.gemm in ("openblas", "portable")
         assert t.triple.split("-")[0] == t.machine
+
+
+def test_the_runtime_records_its_target_and_isa(runtime_built):
+    """The seam for context binaries: the runtime says which target and ISA it was built for."""
+    import ctypes
+    lib = ctypes.CDLL(str(runtime_built))
+    for fn in (lib.qnnb_runtime_target, lib.qnnb_runtime_isa):
+        fn.restype = ctypes.c_char_p
+    assert lib.qnnb_runtime_target().decode() == host_target().name
+    assert lib.qnnb_runtime_isa().decode() == host_target().isa

@@ -72,3 +72,8 @@ def test_native_runner_refuses_a_library_for_another_target(built):
                        cwd=folder, capture_output=True, text=True)
     assert r.returncode == 1
     assert "built for aarch64-linux, not for x86_64-linux" in r.stderr and "--target x86_64-linux" in r.stderr
+
+
+def test_native_runner_names_its_target():
+    r = subprocess.run([str(build_runner()), "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and "x86_64-linux" in r.stdout, r.stdout + r.stderr

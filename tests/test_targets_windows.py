@@ -33,9 +33,8 @@ def test_wine_runs_model_dll_like_the_host(built, name, precision, backend):
 
 def pe_image(path):
     pe = pefile.PE(str(path))
-    exports = {e.name.decode() for e in getattr(pe, "DIRECTORY_ENTRY_EXPORT", None).symbols if e.name} \
-        if hasattr(pe, "DIRECTORY_ENTRY_EXPORT") else set()
-    return pe, exports
+    table = getattr(pe, "DIRECTORY_ENTRY_EXPORT", None)
+    return pe, ({e.name.decode() for e in table.symbols if e.name} if table else set())
 
 
 @pytest.mark.parametrize("target,machine", [("aarch64-windows", 0xAA64), ("x86_64-windows", 0x8664)])
@@ -51,7 +50,8 @@ def test_windows_images_are_pe32plus_with_the_entry_points(built, target, machin
         assert pe.is_dll() == is_dll and pe.is_exe() == (not is_dll), path
     assert "qnnb_model_compose" in pe_image(dll)[1]
     assert {"qnnb_graph_create", "qnnb_graph_compose", "qnnb_graph_finalize", "qnnb_graph_execute",
-            "qnnb_graph_io", "qnnb_runtime_version"} <= pe_image(runtime)[1]
+            "qnnb_graph_io", "qnnb_runtime_version", "qnnb_runtime_target",
+            "qnnb_runtime_isa"} <= pe_image(runtime)[1]
     # Only Windows' own DLLs are imported: nothing else needs shipping beside them.
     pe, _ = pe_image(runner)
     imported = {e.dll.decode().lower() for e in pe.DIRECTORY_ENTRY_IMPORT}

@@ -312,4 +312,14 @@ const char* qnnb_status_string(qnnb_status status) {
 
 const char* qnnb_runtime_version(void) { return QNNB_RUNTIME_VERSION; }
 
+// The toolchain defines both from the target file the runtime is built for.
+#ifndef QNNB_TARGET_NAME
+#define QNNB_TARGET_NAME "unknown"
+#endif
+#ifndef QNNB_TARGET_ISA
+#define QNNB_TARGET_ISA "unknown"
+#endif
+const char* qnnb_runtime_target(void) { return QNNB_TARGET_NAME; }
+const char* qnnb_runtime_isa(void) { return QNNB_TARGET_ISA; }
+
 }  // extern "C"

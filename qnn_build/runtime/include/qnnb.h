@@ -188,6 +188,10 @@ QNNB_EXPORT qnnb_status qnnb_graph_memory_plan(const qnnb_graph* graph, uint64_t
 QNNB_EXPORT const char* qnnb_graph_last_error(const qnnb_graph* graph);
 QNNB_EXPORT const char* qnnb_status_string(qnnb_status status);
 QNNB_EXPORT const char* qnnb_runtime_version(void);
+/* The configs/targets/ name this runtime was built for ("aarch64-windows") and the instruction set
+ * it assumes ("armv8.2-a+dotprod"): what a context binary records and checks (docs/targets.md). */
+QNNB_EXPORT const char* qnnb_runtime_target(void);
+QNNB_EXPORT const char* qnnb_runtime_isa(void);
 
 #ifdef __cplusplus
 }

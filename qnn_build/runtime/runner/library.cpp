@@ -11,10 +11,6 @@
 #include <dlfcn.h>
 #endif
 
-#ifndef QNNB_TARGET
-#define QNNB_TARGET "unknown"
-#endif
-
 namespace runner {
 namespace {
 
@@ -61,10 +57,10 @@ std::string built_for(const std::string& path) {
 }  // namespace
 
 qnnb_compose_fn load_model_library(const std::string& path) {
-    const std::string other = built_for(path);
+    const std::string other = built_for(path), mine = qnnb_runtime_target();
     if (!other.empty())
-        throw Error(path + ": this model library was built for " + other + ", not for " + QNNB_TARGET +
-                    " (this qnn-net-run's target); rebuild it with --target " + QNNB_TARGET);
+        throw Error(path + ": this model library was built for " + other + ", not for " + mine +
+                    " (this qnn-net-run's target); rebuild it with --target " + mine);
 #if defined(_WIN32)
     HMODULE lib = LoadLibraryA(path.c_str());
     if (!lib) throw Error(path + ": cannot load the model library (error " + std::to_string(GetLastError()) + ")");

@@ -9,10 +9,6 @@
 
 #include "runner.h"
 
-#ifndef QNNB_TARGET
-#define QNNB_TARGET "unknown"
-#endif
-
 namespace runner {
 namespace {
 
@@ -31,8 +27,7 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
     std::map<std::string, std::string> args = {{"backend", "cpu"}, {"threads", "1"}};
     for (int i = 1; i < argc; ++i) {
         std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") throw Error(kUsage);
-        if (flag == "--version") throw Error(std::string("qnn-net-run ") + qnnb_runtime_version() + " (" QNNB_TARGET ")");
+        if (flag == "--help" || flag == "-h" || flag == "--version") return {{flag.substr(flag.rfind('-') + 1), ""}};
         if (flag.rfind("--", 0) != 0) throw Error("unexpected argument '" + flag + "'\n" + kUsage);
         flag = flag.substr(2);
         for (char& c : flag)
@@ -81,6 +76,14 @@ std::string json_list(const std::vector<double>& v) {
 
 int run(int argc, char** argv) {
     auto args = parse_args(argc, argv);
+    if (args.count("version")) {
+        std::printf("qnn-net-run %s %s (%s)\n", qnnb_runtime_version(), qnnb_runtime_target(), qnnb_runtime_isa());
+        return 0;
+    }
+    if (args.count("help") || args.count("h")) {
+        std::printf("%s", kUsage);
+        return 0;
+    }
     const std::string backend = args["backend"], list = args["input_list"], out_dir = args["output_dir"];
     const auto t0 = Clock::now();
     const qnnb_compose_fn compose = load_model_library(args["model"]);
