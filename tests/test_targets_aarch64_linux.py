@@ -57,3 +57,14 @@ def test_runner_names_its_target_under_qemu():
     r = subprocess.run([*emulator(TARGET), str(build_runner(target=TARGET)), "--version"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and "aarch64-linux (armv8.2-a+dotprod)" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("precision,backend", [("fp32", "cpu"), ("w8a8", "npu")])
+def test_std_thread_split_gives_the_one_thread_bytes(built, precision, backend):
+    """No OpenMP with zig: parallel_for's std::thread split must not change a byte."""
+    folder = zoo_model("mobile_tiny", precision, built)
+    lib = model_lib(folder, TARGET)
+    one = run_native(TARGET, lib, folder, f"t1-{backend}", backend, "--threads", "1")
+    two = run_native(TARGET, lib, folder, f"t3-{backend}", backend, "--threads", "3")
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert results(folder / f"t1-{backend}") == results(folder / f"t3-{backend}")
