@@ -114,9 +114,8 @@ def cmd_calibrate(args) -> None:
 
 
 def cmd_model_lib(args) -> None:
-    from .toolchain import build_model_lib
-
     from .targets import get_target
+    from .toolchain import build_model_lib
 
     _load_config(args, {})
     if not (args.cpp and args.bin and args.output):
@@ -165,9 +164,8 @@ def cmd_net_run(args) -> None:
 
 def cmd_runtime(args) -> None:
     from .atomic import write_bytes
-    from .toolchain import INCLUDE_DIR, build_runtime
-
     from .targets import get_target
+    from .toolchain import INCLUDE_DIR, build_runtime
 
     _load_config(args, {})
     if not args.output_dir:

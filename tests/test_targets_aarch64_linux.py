@@ -5,8 +5,16 @@ dotprod fast path and the reference loop alike), cpu outputs agree within 1e-5 r
 import os
 
 import pytest
-
-from targets_util import ZOO, assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
+from targets_util import (
+    ZOO,
+    assert_close,
+    has_emulator,
+    model_lib,
+    results,
+    run_native,
+    run_python,
+    zoo_model,
+)
 
 TARGET = "aarch64-linux"
 pytestmark = pytest.mark.skipif(not has_emulator(TARGET), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
@@ -52,8 +60,9 @@ def test_dotprod_fast_path_equals_the_reference_loop(built, monkeypatch):
 def test_runner_names_its_target_under_qemu():
     import subprocess
 
-    from qnn_build.toolchain import build_runner
     from targets_util import emulator
+
+    from qnn_build.toolchain import build_runner
     r = subprocess.run([*emulator(TARGET), str(build_runner(target=TARGET)), "--version"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and "aarch64-linux (armv8.2-a+dotprod)" in r.stdout, r.stdout + r.stderr

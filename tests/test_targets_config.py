@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-from qnn_build.targets import all_targets, binary_kind, binary_target, get_target, host_target
+from qnn_build.targets import (
+    all_targets,
+    binary_kind,
+    binary_target,
+    get_target,
+    host_target,
+)
 
 
 def qnn_build(*args, env=None, cwd=None):

@@ -4,9 +4,9 @@
 import subprocess
 
 import pytest
+from targets_util import model_lib, results, run_native, run_python, zoo_model
 
 from qnn_build.toolchain import build_runner
-from targets_util import model_lib, results, run_native, run_python, zoo_model
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,22 @@
 """Windows targets. x86_64-windows: model.dll and qnn-net-run.exe run under wine with npu outputs
-byte-identical to the host's for every zoo model at w8a8 (and fp16 on one; cpu within 1e-5). aarch64-windows (Snapdragon laptops) cannot run
-here: its model.dll, qnnb.dll and qnn-net-run.exe are checked as PE32+ ARM64 images with the
-expected exports (pefile)."""
+byte-identical to the host's for every zoo model at w8a8 (and fp16 on one; cpu within 1e-5).
+aarch64-windows (Snapdragon laptops) cannot run here: its model.dll, qnnb.dll and qnn-net-run.exe are
+checked as PE32+ ARM64 images with the expected exports (pefile)."""
 
 import pytest
+from targets_util import (
+    ZOO,
+    assert_close,
+    has_emulator,
+    model_lib,
+    results,
+    run_native,
+    run_python,
+    zoo_model,
+)
 
 from qnn_build.targets import get_target
 from qnn_build.toolchain import build_runtime
-from targets_util import ZOO, assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
 
 pefile = pytest.importorskip("pefile")
 
@@ -44,7 +53,7 @@ def test_windows_images_are_pe32plus_with_the_entry_points(built, target, machin
     runner = runtime.parent / get_target(target).runner
     dll = model_lib(folder, target)
     for path, is_dll in ((dll, True), (runtime, True), (runner, False)):
-        pe, exports = pe_image(path)
+        pe, _ = pe_image(path)
         assert pe.FILE_HEADER.Machine == machine, path
         assert pe.OPTIONAL_HEADER.Magic == 0x20B, f"{path}: not PE32+"
         assert pe.is_dll() == is_dll and pe.is_exe() == (not is_dll), path

@@ -91,7 +91,8 @@ def qnn_zoo_release(env, target=None):
     }
     config_path = Path(out.abspath, "release", "release.config.json")
     write_text(config_path, canonical_json(config))
-    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], runtime[4], env.File(str(stamps.ensure(env)["all"]))]
+    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], runtime[4],
+              env.File(str(stamps.ensure(env)["all"]))]
     for other in list(_RUNTIMES[out.abspath].values())[1:]:
         inputs += other[:2]
     for model in models.values():
@@ -173,8 +174,8 @@ class _Model:
         with that target's runtime and runner declared once per build (docs/targets.md)."""
         shared_lib = self.spec.configs.targets[target]["shared_lib"]
         folder = self.dir.Dir(precision).Dir(target)
-        lib = self.env.QnnModelLib(folder.File(shared_lib.format(name="model")),
-                                   [converted[0], converted[1], self.dir.Dir("model_lib").File(f"{target}.config.json")],
+        config = self.dir.Dir("model_lib").File(f"{target}.config.json")
+        lib = self.env.QnnModelLib(folder.File(shared_lib.format(name="model")), [converted[0], converted[1], config],
                                    QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_TARGET=target)
         self.libs += lib + _runtime(self.env, target)
         self.release_inputs += [lib[0], converted[2]]

@@ -70,7 +70,8 @@ std::vector<Run> parse_input_list(const std::string& path, const std::vector<IOI
             }
             size_t k = 0;
             while (k < inputs.size() && inputs[k].name != name) ++k;
-            if (k == inputs.size()) throw Error(where + ": '" + name + "' is not an input of the model (inputs: " + names + ")");
+            if (k == inputs.size())
+                throw Error(where + ": '" + name + "' is not an input of the model (inputs: " + names + ")");
             run[k] = resolve(file, path);
         } while (tokens >> token);
         for (size_t k = 0; k < inputs.size(); ++k)
@@ -133,7 +134,8 @@ std::vector<unsigned char> to_float32(const void* data, const IOInfo& info) {
         case QNNB_INT16: convert<int16_t>(data, n, out.data()); break;
         case QNNB_INT32: convert<int32_t>(data, n, out.data()); break;
         case QNNB_INT64: convert<int64_t>(data, n, out.data()); break;
-        default: throw Error("output '" + info.name + "': dtype " + std::to_string(info.dtype) + " has no float32 form");
+        default:
+            throw Error("output '" + info.name + "': dtype " + std::to_string(info.dtype) + " has no float32 form");
     }
     // Every target we build for is little-endian: the floats' bytes are the file's.
     std::vector<unsigned char> bytes(out.size() * 4);

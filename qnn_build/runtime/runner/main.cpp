@@ -131,7 +131,8 @@ int run(int argc, char** argv) {
         std::snprintf(head, sizeof head, "{\n \"backend\": \"%s\",\n \"compose_us\": %.1f,\n \"execute_us\": ",
                       backend.c_str(), compose_us);
         char tail[256];
-        std::snprintf(tail, sizeof tail, ",\n \"finalize_us\": %.1f,\n \"load_us\": %.1f,\n \"num_inferences\": %ld\n}\n",
+        std::snprintf(tail, sizeof tail,
+                      ",\n \"finalize_us\": %.1f,\n \"load_us\": %.1f,\n \"num_inferences\": %ld\n}\n",
                       finalize_us, load_us, count);
         const std::string text = head + json_list(execute_us) + tail;
         write_file(out_dir + "/profile.json", text.data(), text.size());
