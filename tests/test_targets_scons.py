@@ -21,7 +21,8 @@ def test_each_named_target_gets_its_model_library_runtime_and_runner(project):
     root, first = project
     assert sorted(steps(first)) == sorted([
         "runtime x86_64-linux", "runtime aarch64-windows", "convert classifier fp32", "model-lib classifier fp32",
-        "model-lib classifier fp32@aarch64-windows", "reference classifier", "test classifier fp32 cpu"])
+        "model-lib classifier fp32@aarch64-windows", "context-binary classifier fp32 cpu", "reference classifier",
+        "test classifier fp32 cpu"])
     assert (root / "out/classifier/fp32/aarch64-windows/model.dll").read_bytes()[:2] == b"MZ"
     for name in ("qnnb.dll", "qnn-net-run.exe", "include/qnnb.h"):
         assert (root / "out/runtime/aarch64-windows" / name).is_file(), name

@@ -17,7 +17,8 @@ import pytest
 from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model
 from qnn_build.spec import load_spec
-from qnn_build.toolchain import RUNTIME_FLAGS, build_model_lib, build_runtime
+from qnn_build.targets import get_target
+from qnn_build.toolchain import build_model_lib, build_runtime, runtime_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "models").glob("*.yaml"))
@@ -32,7 +33,7 @@ def zoo_cases():
 @pytest.fixture(scope="module")
 def runtime_o0(tmp_path_factory):
     """The same runtime sources at -O0: no vectorizer, no fast-math-like reassociation to lean on."""
-    flags = [f if not f.startswith("-O") else "-O0" for f in RUNTIME_FLAGS]
+    flags = [f if not f.startswith("-O") else "-O0" for f in runtime_flags(get_target(None))]
     return build_runtime(tmp_path_factory.mktemp("runtime-O0"), flags=flags)
 
 
