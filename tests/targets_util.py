@@ -62,8 +62,9 @@ def emulator(target_name: str) -> list[str]:
 
 def wine_env() -> dict:
     cache = os.environ.get("QNNB_CACHE_DIR", str(ROOT / "out" / "cache"))
-    return {**os.environ, "WINEPREFIX": os.environ.get("WINEPREFIX", str(Path(cache) / "wine")),
-            "WINEDEBUG": "-all"}
+    prefix = Path(os.environ.get("WINEPREFIX", str(Path(cache) / "wine")))
+    prefix.parent.mkdir(parents=True, exist_ok=True)  # wine makes the prefix, not the folders above it
+    return {**os.environ, "WINEPREFIX": str(prefix), "WINEDEBUG": "-all"}
 
 
 def has_emulator(target_name: str) -> bool:

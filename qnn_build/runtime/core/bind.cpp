@@ -18,14 +18,6 @@ void* aligned_alloc64(size_t n) {
 #endif
 }
 
-void aligned_free64(void* p) {
-#if defined(_WIN32)
-    _aligned_free(p);
-#else
-    std::free(p);
-#endif
-}
-
 bool rounds_activation(const qnnb_graph* g, const Tensor* t) {
     if (!t || t->is_const() || t->dtype != QNNB_FLOAT32 || !t->encoding.present()) return false;
     return g->backend->float_simulation || t->encoding.kind == QNNB_ENCODING_FP16;

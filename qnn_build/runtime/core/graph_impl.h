@@ -9,11 +9,22 @@
 
 #include "graph.h"
 
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
+
 #define QNNB_RUNTIME_VERSION "0.1.0"
 
 namespace qnnb {
-void aligned_free64(void* p);  // for aligned_alloc64's memory (Windows frees it differently)
+// Frees aligned_alloc64's memory (the Windows C runtime frees aligned blocks with its own call).
+inline void aligned_free64(void* p) {
+#if defined(_WIN32)
+    _aligned_free(p);
+#else
+    std::free(p);
+#endif
 }
+}  // namespace qnnb
 
 struct qnnb_graph {
     const qnnb::Backend* backend = nullptr;
