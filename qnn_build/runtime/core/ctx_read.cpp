@@ -79,7 +79,9 @@ bool read_tensor(ByteReader& r, const uint8_t* data, uint64_t data_size, Tensor&
     if (t.shape.size() > QNNB_MAX_RANK) return r.fail("tensor '" + t.name + "': rank above " + std::to_string(QNNB_MAX_RANK));
     int64_t numel = 1;
     for (int64_t d : t.shape) {
-        if (d < 0 || (d > 0 && numel > kMaxElements / d)) return r.fail("tensor '" + t.name + "': bad dimension");
+        // each dim bounded too: after a 0 dim the product no longer limits the others
+        if (d < 0 || d > kMaxElements || (d > 0 && numel > kMaxElements / d))
+            return r.fail("tensor '" + t.name + "': bad dimension");
         numel *= d;
     }
     if (flags > 1) return r.fail("tensor '" + t.name + "': bad flags");

@@ -24,7 +24,11 @@ bool check_encoding(const Tensor& t, std::string& err) {
             err = "block size does not divide the blocked dimension";
             return false;
         }
-        expected *= t.dim(e.block_axis) / e.block_size;
+        // dims come from files: a product that overflows is refused, not computed
+        if (__builtin_mul_overflow(expected, t.dim(e.block_axis) / e.block_size, &expected)) {
+            err = "encoding has too many blocks";
+            return false;
+        }
     }
     if (static_cast<int64_t>(e.scales.size()) != expected || e.offsets.size() != e.scales.size()) {
         err = "encoding has " + std::to_string(e.scales.size()) + " scales; expected " + std::to_string(expected);
