@@ -13,30 +13,17 @@
 
 #include "../core/gemm.h"
 #include "../core/parallel.h"
+#include "conv_geometry.h"
 
 namespace qnnb {
-namespace {
 
-struct ConvGeometry {
-    int64_t batch = 0, in_ch = 0, out_ch = 0, group = 1;
-    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0};
-    int spatial = 0;
-
-    int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-    int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-    int64_t taps() const { return k[0] * k[1] * k[2]; }
-    int64_t in_per_group() const { return in_ch / group; }
-    int64_t out_per_group() const { return out_ch / group; }
-};
-
-bool read_geometry(const Node& n, ConvGeometry& g, std::string& err) {
+bool read_conv_geometry(const Node& n, ConvGeometry& g, std::string& err) {
     const Tensor* x = n.in[0];
     const Tensor* w = n.in[1];
     const Tensor* y = n.out[0];
     const int rank = x->rank();
     if (rank < 3 || rank > 5 || w->rank() != rank || y->rank() != rank) {
-        err = "expected input, weight and output of rank 3-5 (1D-3D conv)";
+        err = "expected input, weight and output of rank 3-5 (1D-3D " + n.op + ")";
         return false;
     }
     const int r = rank - 2;
@@ -68,6 +55,10 @@ bool read_geometry(const Node& n, ConvGeometry& g, std::string& err) {
     }
     return true;
 }
+
+namespace {
+
+
 
 // Output positions o in [lo, hi) (clamped to [0, out)) whose input index o * s + off is in [0, n).
 void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t& lo, int64_t& hi) {
@@ -456,7 +447,7 @@ bool prepare_conv(Node& n, std::string& err) {
     }
     ConvState& s = n.make_state<ConvState>();
     ConvGeometry& g = s.g;
-    if (!read_geometry(n, g, err) || !check_shapes(n, g, err)) return false;
+    if (!read_conv_geometry(n, g, err) || !check_shapes(n, g, err)) return false;
     s.path = choose_path(g);
     const int64_t positions = g.out_plane();
     if (s.path == ConvPath::Depthwise || s.path == ConvPath::Shifted) {

@@ -10,21 +10,13 @@
 
 #include "../core/gemm.h"
 #include "../core/parallel.h"
+#include "conv_geometry.h"
 
 namespace qnnb {
 namespace {
 
 constexpr int64_t kColumnBudget = 1 << 18;  // floats of sgemm output per block (1 MB)
 
-struct TransposeGeometry {
-    int64_t batch = 0, in_ch = 0, out_ch = 0, group = 1;
-    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0};
-
-    int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-    int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-    int64_t taps() const { return k[0] * k[1] * k[2]; }
-};
 
 // A run of input columns [a, e) of input row (d, h) in a block, starting at block column `col`.
 struct Segment {
@@ -35,7 +27,7 @@ struct Segment {
 // phase, [channel][od][oh][phase][qw] with output column ow = j * sw + phase, so that each tap adds
 // a unit-stride run; the phases are interleaved into the output at the end.
 struct TransposeState {
-    TransposeGeometry g;
+    ConvGeometry g;
     int64_t block = 0;                // input positions per sgemm block
     std::vector<float> columns;       // sgemm output: [out channel][tap][block position]
     std::vector<Segment> segments;    // the current block's input row runs
@@ -53,40 +45,9 @@ void valid_range(int64_t off, int64_t s, int64_t n, int64_t in, int64_t& lo, int
     hi = std::max(lo, std::min(hi, in));
 }
 
-bool read_geometry(const Node& n, TransposeGeometry& g, std::string& err) {
-    const Tensor* x = n.in[0];
+bool read_geometry(const Node& n, ConvGeometry& g, std::string& err) {
+    if (!read_conv_geometry(n, g, err)) return false;
     const Tensor* w = n.in[1];
-    const Tensor* y = n.out[0];
-    const int rank = x->rank();
-    if (rank < 3 || rank > 5 || w->rank() != rank || y->rank() != rank) {
-        err = "expected input, weight and output of rank 3-5 (1D-3D ConvTranspose)";
-        return false;
-    }
-    const int r = rank - 2;
-    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
-    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
-    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r ||
-        (int)pads.size() != 2 * r) {
-        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
-        return false;
-    }
-    g.batch = x->dim(0);
-    g.in_ch = x->dim(1);
-    g.out_ch = y->dim(1);
-    g.group = n.params.i("group", 1);
-    for (int i = 0; i < r; ++i) {
-        const int d = 3 - r + i;
-        g.in[d] = x->dim(2 + i);
-        g.out[d] = y->dim(2 + i);
-        g.k[d] = kernel[i];
-        g.stride[d] = strides[i];
-        g.dil[d] = dilations[i];
-        g.pad_lo[d] = pads[i];
-        if (w->dim(2 + i) != kernel[i] || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[r + i] < 0) {
-            err = "bad kernel_shape/strides/dilations/pads";
-            return false;
-        }
-    }
     if (g.group < 1 || g.in_ch % g.group || g.out_ch % g.group || w->dim(0) != g.in_ch ||
         w->dim(1) != g.out_ch / g.group) {
         err = "channels do not fit the weight shape and group";
@@ -95,7 +56,7 @@ bool read_geometry(const Node& n, TransposeGeometry& g, std::string& err) {
     return true;
 }
 
-void block_segments(const TransposeGeometry& g, int64_t j0, int64_t j1, std::vector<Segment>& segs) {
+void block_segments(const ConvGeometry& g, int64_t j0, int64_t j1, std::vector<Segment>& segs) {
     segs.clear();
     const int64_t ih_n = g.in[1], iw_n = g.in[2];
     for (int64_t j = j0; j < j1;) {
@@ -108,7 +69,7 @@ void block_segments(const TransposeGeometry& g, int64_t j0, int64_t j1, std::vec
 // Adds the block's contributions of one output channel (rows [tap][position] of `cols`) into its
 // output volume `y` (its phase-split volume when sw > 1).
 void col2im_channel(const TransposeState& s, const float* cols, int64_t ld, float* y) {
-    const TransposeGeometry& g = s.g;
+    const ConvGeometry& g = s.g;
     const int64_t sw = g.stride[2];
     const int64_t row_len = sw > 1 ? sw * s.qw : g.out[2];
     for (int64_t kd = 0; kd < g.k[0]; ++kd)
@@ -148,7 +109,7 @@ void interleave_channel(const TransposeState& s, const float* phased, float* y) 
 
 void run_conv_transpose(Node& n, const ExecContext& ctx) {
     TransposeState& s = n.state_as<TransposeState>();
-    const TransposeGeometry& g = s.g;
+    const ConvGeometry& g = s.g;
     const float* x = n.in[0]->in<float>();
     const float* w = n.in[1]->in<float>();
     const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
@@ -192,7 +153,7 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
         }
     }
     TransposeState& s = n.make_state<TransposeState>();
-    TransposeGeometry& g = s.g;
+    ConvGeometry& g = s.g;
     if (!read_geometry(n, g, err)) return false;
     if (n.input(2) && n.in[2]->numel() != g.out_ch) {
         err = "bias size != output channels";
