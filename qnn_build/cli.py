@@ -135,8 +135,8 @@ def cmd_context_binary(args) -> None:
     for flag, value in (("--model", args.model), ("-o", args.output)):
         if not value:
             raise QnnBuildError(f"context-binary needs {flag}")
-    info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime)
-    _say(args, f"built {args.output} for {args.backend}: {info['file_bytes']} bytes; "
+    info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime, target=args.target)
+    _say(args, f"built {args.output} for {args.backend} on {info['target']}: {info['file_bytes']} bytes; "
                f"activation arena {info['arena_bytes']} bytes (all tensors apart: {info['tensor_bytes']})")
 
 
@@ -328,6 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--model", help="the model library (libmodel.so)")
     x.add_argument("-o", "--output", help="the context binary to write (model.ctx; also writes model.ctx.json)")
     x.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+    x.add_argument("--target", help="the machine that will load it: a configs/targets/ name, e.g. "
+                                    "aarch64-windows (default: this one); --model stays this machine's library")
 
     n = step("net-run", "run a model library or a context binary over an input list", cmd_net_run)
     n.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")

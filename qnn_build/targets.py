@@ -38,6 +38,15 @@ class Target:
     def model_lib_name(self, name: str = "model") -> str:
         return self.shared_lib.format(name=name)
 
+    @property
+    def context_target(self) -> str | None:
+        """The target field of a context binary for this target ("aarch64-linux+neon+dotprod"):
+        compiled into its runtime as QNNB_CTX_TARGET, written by the host's context-binary step.
+        None for the host, whose runtime (-march=native) names its own features."""
+        if self.is_host:
+            return None
+        return "+".join([f"{self.machine}-{self.os}", *self.features])
+
 
 def _configs():
     from .spec.configs import find_configs_dir, load_configs

@@ -88,7 +88,10 @@ def compiler_env(target: Target) -> dict | None:
 def runtime_flags(target: Target) -> list[str]:
     """The runtime's compile flags, with the target's name and ISA (qnnb_runtime_target/_isa)."""
     flags = list(RUNTIME_FLAGS) if target.is_host else [*target.cxxflags, *CROSS_FLAGS]
-    return flags + [f'-DQNNB_TARGET_NAME="{target.name}"', f'-DQNNB_TARGET_ISA="{target.isa}"']
+    names = [f'-DQNNB_TARGET_NAME="{target.name}"', f'-DQNNB_TARGET_ISA="{target.isa}"']
+    if target.context_target:
+        names.append(f'-DQNNB_CTX_TARGET="{target.context_target}"')
+    return flags + names
 
 
 def model_flags(target: Target) -> list[str]:

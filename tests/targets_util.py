@@ -78,9 +78,10 @@ def has_emulator(target_name: str) -> bool:
 
 def run_native(target_name: str, lib: Path, folder: Path, out_dir: str, backend: str, *extra):
     """The target's qnn-net-run over folder/list.txt, run in `folder` (relative paths only, which
-    read the same under wine)."""
+    read the same under wine). `lib` is a model library or, ending in .ctx, a context binary."""
     runner = build_runtime(target=target_name).parent / get_target(target_name).runner
-    cmd = [*emulator(target_name), str(runner), "--model", os.path.relpath(lib, folder), "--backend", backend,
+    source = "--retrieve_context" if Path(lib).suffix == ".ctx" else "--model"
+    cmd = [*emulator(target_name), str(runner), source, os.path.relpath(lib, folder), "--backend", backend,
            "--input_list", "list.txt", "--output_dir", out_dir, *extra]
     return subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=wine_env(), timeout=600)
 

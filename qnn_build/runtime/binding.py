@@ -51,7 +51,7 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     lib.qnnb_graph_num_tensors.restype = i32
     lib.qnnb_graph_tensor.argtypes = [vp, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
                                       ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(vp)]
-    lib.qnnb_graph_serialize.argtypes = [vp, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_size_t)]
+    lib.qnnb_graph_serialize_for.argtypes = [vp, cp, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_size_t)]
     lib.qnnb_buffer_free.argtypes = [vp]
     lib.qnnb_buffer_free.restype = None
     lib.qnnb_graph_load_context_file.argtypes = [vp, cp]
@@ -126,10 +126,13 @@ class Model:
         self.inputs = self._io(False)
         self.outputs = self._io(True)
 
-    def context_binary(self) -> bytes:
-        """This finalized graph's context binary."""
+    def context_binary(self, target: str | None = None) -> bytes:
+        """This finalized graph's context binary, for this runtime or for the target whose context
+        target string is `target` (Target.context_target)."""
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
-        self._check(self._rt.qnnb_graph_serialize(self._graph, ctypes.byref(data), ctypes.byref(size)), "serialize")
+        where = target.encode() if target else None
+        self._check(self._rt.qnnb_graph_serialize_for(self._graph, where, ctypes.byref(data), ctypes.byref(size)),
+                    "serialize")
         try:
             return ctypes.string_at(data.value, size.value)
         finally:

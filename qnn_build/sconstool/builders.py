@@ -39,7 +39,7 @@ COMMANDS = {
                   "model-lib $QNNB_MODEL $QNNB_PRECISION$_QNNB_AT_TARGET"),
     "context-binary": ("QNNB_CONTEXTCOM",
                        (f"{STEP} context-binary -q --model ${{SOURCES[0]}} --runtime ${{SOURCES[1]}} "
-                        "--backend $QNNB_BACKEND -o ${TARGETS[0]}"),
+                        "--backend $QNNB_BACKEND $_QNNB_CROSS -o ${TARGETS[0]}"),
                        "context-binary $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
     "reference": ("QNNB_REFERENCECOM", f"{STEP} reference -q --config ${{SOURCES[0]}} -o $TARGET",
                   "reference $QNNB_MODEL"),

@@ -132,7 +132,8 @@ class _Model:
         self.release_inputs = [env.File(str(spec.path)), self.source]
 
     def precision(self, precision: str) -> None:
-        """convert -> model-lib for the host target, then a test per available slot."""
+        """convert -> model-lib for each target, then per available slot a context binary (finalized
+        from the host's library) and, on the host, a test."""
         info = self.spec.configs.precisions[precision]
         if not info.get("available", True):
             self._skip(precision, None, "precision not available yet")
@@ -144,11 +145,8 @@ class _Model:
             if self.spec.quantization.get("overrides"):
                 inputs.append(self.env.File(str(self.spec.quantization["overrides"])))
         converted = self.env.QnnConvert(folder, inputs, QNNB_MODEL=self.name, QNNB_PRECISION=precision)
-        for target in self.resolved.model_lib:
-            if target != self.host:
-                self._cross_lib(precision, target, converted)
-        if self.host not in self.resolved.model_lib:
-            return
+        cross = {target: self._cross_lib(precision, target, converted)
+                 for target in self.resolved.model_lib if target != self.host}
         lib = self.env.QnnModelLib(folder.File("libmodel.so"), [converted[0], converted[1],
                                    self.dir.Dir("model_lib").File(f"{self.host}.config.json")],
                                    QNNB_MODEL=self.name, QNNB_PRECISION=precision)
@@ -164,7 +162,7 @@ class _Model:
             elif not where["available"]:
                 self._skip(precision, slot, f"backend {where['backend']} not available yet")
             elif where["target"] != self.host:
-                self._skip(precision, slot, f"built for {where['target']}; its tests run on that machine")
+                self._cross_context(precision, slot, where, lib, cross[where["target"]])
             else:
                 self._test(precision, slot, where, converted, lib, build)
         self.builds.append(build)
@@ -179,11 +177,24 @@ class _Model:
                                    QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_TARGET=target)
         self.libs += lib + _runtime(self.env, target)
         self.release_inputs += [lib[0], converted[2]]
-        self.builds.append({"precision": precision, "target": target, "library": _rel(lib[0], self.root),
-                            "model_json": _rel(converted[2], self.root), "tests": {},
-                            "shared_lib": shared_lib.format(name=self.name)})
+        build = {"precision": precision, "target": target, "library": _rel(lib[0], self.root),
+                 "model_json": _rel(converted[2], self.root), "tests": {}, "contexts": {},
+                 "shared_lib": shared_lib.format(name=self.name)}
+        self.builds.append(build)
         self.rows.append({"model": self.name, "precision": precision, "target": target, "library": lib[0].abspath,
                           "test": None, "steps": [("model-lib", str(lib[0]))], "nodes": [self.alias[0], lib[0]]})
+        return build
+
+    def _cross_context(self, precision, slot, where, host_lib, build) -> None:
+        """The context binary of a slot on another target: finalized here from the host's library
+        (as qnn-context-binary-generator does), loadable only there. Its tests run on that machine."""
+        ctx = self.env.QnnContext(self.dir.Dir(precision).Dir(slot).File("model.ctx"), [host_lib[0], self.runtime[0]],
+                                  QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_SLOT=slot,
+                                  QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"])
+        self.libs += ctx[:1]
+        build["contexts"][where["backend"]] = _rel(ctx[0], self.root)
+        self.release_inputs.append(ctx[0])
+        self._skip(precision, slot, f"built for {where['target']}; its tests run on that machine")
 
     def _test(self, precision, slot, where, converted, lib, build) -> None:
         folder = self.dir.Dir(precision).Dir(slot)

@@ -43,8 +43,10 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
     return ResolvedSpec(
         name=spec.name,
         convert={p: _sorted(_convert_config(spec, p, root)) for p in spec.precisions},
+        # The host's library is always built: every context binary, for any target, is finalized
+        # from it on this machine.
         model_lib={target: _sorted({"target": configs.targets[target]})
-                   for target in dict.fromkeys(t for _, t in spec.targets)},
+                   for target in dict.fromkeys([configs.host_target, *(t for _, t in spec.targets)])},
         test=test,
         release=_sorted({"zoo": configs.zoo["name"], "version": configs.zoo["version"]}),
         slots=slots,

@@ -289,7 +289,9 @@ bool read_context(qnnb_graph* g, const uint8_t* bytes, size_t size, std::string&
     }
     std::string target = field(h.target, sizeof(h.target)), ours = runtime_target();
     if (target != ours) {
-        std::string missing = host_missing_features(target);
+        // Another machine altogether, or this one's arch and OS with ISA features the host lacks.
+        const bool same_machine = target.substr(0, target.find('+')) == ours.substr(0, ours.find('+'));
+        std::string missing = same_machine ? host_missing_features(target) : "";
         err = "built for " + target + (missing.empty() ? ", this runtime targets " + ours : ", this host lacks " + missing);
         return false;
     }

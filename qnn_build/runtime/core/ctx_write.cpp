@@ -73,7 +73,7 @@ void copy_name(char* dst, size_t cap, const std::string& s) {
 
 }  // namespace
 
-qnnb_status serialize_graph(qnnb_graph* g, std::vector<uint8_t>& out) {
+qnnb_status serialize_graph(qnnb_graph* g, const std::string& target, std::vector<uint8_t>& out) {
     std::map<const Tensor*, int32_t> ids;
     for (size_t i = 0; i < g->tensors.size(); ++i) ids[g->tensors[i].get()] = static_cast<int32_t>(i);
 
@@ -129,7 +129,7 @@ qnnb_status serialize_graph(qnnb_graph* g, std::vector<uint8_t>& out) {
     h.file_size = file.bytes.size();
     copy_name(h.backend, sizeof(h.backend), g->backend->name);
     copy_name(h.backend_version, sizeof(h.backend_version), QNNB_RUNTIME_VERSION);
-    copy_name(h.target, sizeof(h.target), runtime_target());
+    copy_name(h.target, sizeof(h.target), target);
     h.section_count = static_cast<uint32_t>(table.size());
     std::memcpy(file.bytes.data(), &h, sizeof(h));
     std::memcpy(file.bytes.data() + sizeof(h), table.data(), table.size() * sizeof(CtxSection));
@@ -141,13 +141,17 @@ qnnb_status serialize_graph(qnnb_graph* g, std::vector<uint8_t>& out) {
 
 }  // namespace qnnb
 
-extern "C" QNNB_EXPORT qnnb_status qnnb_graph_serialize(qnnb_graph* g, void** out_data, size_t* out_size) {
+extern "C" QNNB_EXPORT qnnb_status qnnb_graph_serialize_for(qnnb_graph* g, const char* target, void** out_data,
+                                                           size_t* out_size) {
     if (!g || !out_data || !out_size) return QNNB_ERR_INVALID_ARGUMENT;
     *out_data = nullptr;
     *out_size = 0;
     if (!g->finalized) return g->fail(QNNB_ERR_STATE, "serialize before finalize");
+    const std::string where = target ? target : qnnb::runtime_target();
+    if (where.empty() || where.size() >= sizeof(qnnb::CtxHeader::target))
+        return g->fail(QNNB_ERR_INVALID_ARGUMENT, "context target '" + where + "' is empty or too long");
     std::vector<uint8_t> bytes;
-    qnnb_status s = qnnb::serialize_graph(g, bytes);
+    qnnb_status s = qnnb::serialize_graph(g, where, bytes);
     if (s != QNNB_OK) return s;
     void* buf = std::malloc(bytes.size());
     if (!buf) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for the context binary");
@@ -155,6 +159,10 @@ extern "C" QNNB_EXPORT qnnb_status qnnb_graph_serialize(qnnb_graph* g, void** ou
     *out_data = buf;
     *out_size = bytes.size();
     return QNNB_OK;
+}
+
+extern "C" QNNB_EXPORT qnnb_status qnnb_graph_serialize(qnnb_graph* g, void** out_data, size_t* out_size) {
+    return qnnb_graph_serialize_for(g, nullptr, out_data, out_size);
 }
 
 extern "C" QNNB_EXPORT void qnnb_buffer_free(void* data) { std::free(data); }

@@ -174,6 +174,11 @@ QNNB_EXPORT qnnb_status qnnb_graph_tensor(const qnnb_graph* graph, int32_t index
 
 /* The finalized graph's context binary in a new buffer (free it with qnnb_buffer_free). */
 QNNB_EXPORT qnnb_status qnnb_graph_serialize(qnnb_graph* graph, void** data, size_t* size);
+/* The same for another target's runtime (its context target string, "aarch64-linux+neon+dotprod",
+ * see docs/targets.md): what a context holds does not depend on the machine that finalized it, only
+ * its header names where it may be loaded. NULL: this runtime's own target. */
+QNNB_EXPORT qnnb_status qnnb_graph_serialize_for(qnnb_graph* graph, const char* target, void** data,
+                                                 size_t* size);
 QNNB_EXPORT void qnnb_buffer_free(void* data);
 /* Load into a graph fresh from qnnb_graph_create (threads and keep_tensors may be set first).
  * From a file: memory-mapped, constants used in place. From memory: used in place when `data` is

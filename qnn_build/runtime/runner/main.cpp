@@ -1,5 +1,5 @@
-// qnn-net-run --model libmodel.so|model.dll --backend cpu|npu --input_list FILE --output_dir DIR
-//             [--num_inferences N] [--profiling_level basic] [--threads N]
+// qnn-net-run --model libmodel.so|model.dll | --retrieve_context model.ctx  --backend cpu|npu
+//             --input_list FILE --output_dir DIR [--num_inferences N] [--profiling_level basic] [--threads N]
 // The flags of `qnn-build net-run` (dashes or underscores); the same Result_N outputs.
 #include <chrono>
 #include <cstdio>
@@ -13,7 +13,8 @@ namespace runner {
 namespace {
 
 const char* kUsage =
-    "usage: qnn-net-run --model LIB --input_list FILE --output_dir DIR [--backend cpu|npu]\n"
+    "usage: qnn-net-run --model LIB | --retrieve_context CTX --input_list FILE --output_dir DIR\n"
+    "                   [--backend cpu|npu]\n"
     "                   [--num_inferences N] [--profiling_level basic] [--threads N]\n";
 
 using Clock = std::chrono::steady_clock;
@@ -22,8 +23,8 @@ double us_since(Clock::time_point t0) {
 }
 
 std::map<std::string, std::string> parse_args(int argc, char** argv) {
-    static const char* kFlags[] = {"model", "backend", "input_list", "output_dir", "num_inferences",
-                                   "profiling_level", "threads"};
+    static const char* kFlags[] = {"model", "retrieve_context", "backend", "input_list", "output_dir",
+                                   "num_inferences", "profiling_level", "threads"};
     std::map<std::string, std::string> args = {{"backend", "cpu"}, {"threads", "1"}};
     for (int i = 1; i < argc; ++i) {
         std::string flag = argv[i];
@@ -38,7 +39,9 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
         if (i + 1 >= argc) throw Error("--" + flag + " needs a value");
         args[flag] = argv[++i];
     }
-    for (const char* need : {"model", "input_list", "output_dir"})
+    if (args.count("model") == args.count("retrieve_context"))
+        throw Error("net-run needs --model or --retrieve_context (one of them)");
+    for (const char* need : {"input_list", "output_dir"})
         if (!args.count(need)) throw Error(std::string("net-run needs --") + need);
     return args;
 }
@@ -86,19 +89,28 @@ int run(int argc, char** argv) {
     }
     const std::string backend = args["backend"], list = args["input_list"], out_dir = args["output_dir"];
     const auto t0 = Clock::now();
-    const qnnb_compose_fn compose = load_model_library(args["model"]);
-    const double load_us = us_since(t0);
-    const auto t1 = Clock::now();
     Graph g;
     if (qnnb_graph_create(backend.c_str(), &g.g) != QNNB_OK)
         throw Error("backend '" + backend + "' is not available in this runtime");
     g.check(qnnb_graph_set_threads(g.g, std::atoi(args["threads"].c_str())), "set threads");
-    g.check(qnnb_graph_compose(g.g, compose), "compose");
-    const double compose_us = us_since(t1);
+    // Timings of profile.json, as net-run writes them: load/compose/finalize, or retrieve.
+    std::vector<std::pair<const char*, double>> init_us;
+    if (args.count("retrieve_context")) {
+        const std::string ctx = args["retrieve_context"];
+        if (qnnb_graph_load_context_file(g.g, ctx.c_str()) != QNNB_OK)
+            throw Error(ctx + ": " + qnnb_graph_last_error(g.g));
+        init_us.push_back({"retrieve_us", us_since(t0)});
+    } else {
+        const qnnb_compose_fn compose = load_model_library(args["model"]);
+        init_us.push_back({"load_us", us_since(t0)});
+        const auto t1 = Clock::now();
+        g.check(qnnb_graph_compose(g.g, compose), "compose");
+        init_us.push_back({"compose_us", us_since(t1)});
+        const auto t2 = Clock::now();
+        g.check(qnnb_graph_finalize(g.g), "finalize");
+        init_us.push_back({"finalize_us", us_since(t2)});
+    }
     const std::vector<IOInfo> inputs = g.io(0), outputs = g.io(1);
-    const auto t2 = Clock::now();
-    g.check(qnnb_graph_finalize(g.g), "finalize");
-    const double finalize_us = us_since(t2);
 
     const std::vector<Run> runs = parse_input_list(list, inputs);
     // Read and check every input before running anything: a bad file fails before any output.
@@ -127,14 +139,18 @@ int run(int argc, char** argv) {
         }
     }
     if (args.count("profiling_level")) {
-        char head[256];
-        std::snprintf(head, sizeof head, "{\n \"backend\": \"%s\",\n \"compose_us\": %.1f,\n \"execute_us\": ",
-                      backend.c_str(), compose_us);
-        char tail[256];
-        std::snprintf(tail, sizeof tail,
-                      ",\n \"finalize_us\": %.1f,\n \"load_us\": %.1f,\n \"num_inferences\": %ld\n}\n",
-                      finalize_us, load_us, count);
-        const std::string text = head + json_list(execute_us) + tail;
+        // Keys sorted, as net-run's json.dumps(sort_keys=True) writes them.
+        std::map<std::string, std::string> fields = {{"backend", "\"" + backend + "\""},
+                                                     {"execute_us", json_list(execute_us)},
+                                                     {"num_inferences", std::to_string(count)}};
+        for (const auto& [key, us] : init_us) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.1f", us);
+            fields[key] = buf;
+        }
+        std::string text = "{";
+        for (const auto& [key, value] : fields) text += (text.size() > 1 ? ",\n \"" : "\n \"") + key + "\": " + value;
+        text += "\n}\n";
         write_file(out_dir + "/profile.json", text.data(), text.size());
     }
     std::printf("ran %ld inference(s) on %s -> %s\n", count, backend.c_str(), out_dir.c_str());

@@ -1,0 +1,115 @@
+"""Context binaries for other targets: `context-binary --target T` finalizes on this machine (from
+its own model library, as qnn-context-binary-generator does) and writes a context that T's native
+qnn-net-run loads with --retrieve_context, with npu outputs byte-identical to the host's; every
+other runtime refuses it and names the target it was built for."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from targets_util import ZOO, assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
+
+from qnn_build.errors import QnnBuildError
+from qnn_build.runtime.binding import Model
+from qnn_build.runtime.context import build_context
+from qnn_build.targets import get_target, host_target
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return tmp_path_factory.mktemp("contexts")
+
+
+def context_for(folder, target, backend):
+    ctx = folder / target / f"{backend}.ctx"
+    if not ctx.is_file():
+        build_context(model_lib(folder, host_target().name), ctx, backend=backend, target=target)
+    return ctx
+
+
+def header_target(ctx) -> str:
+    """The header's target field: 96 NUL-padded bytes at offset 64 (docs/context-binary.md)."""
+    return ctx.read_bytes()[64:160].rstrip(b"\0").decode()
+
+
+def ctx_and_host(built, target, name, precision, backend):
+    folder = zoo_model(name, precision, built)
+    run_python(model_lib(folder, host_target().name), folder, f"host-{backend}", backend)
+    r = run_native(target, context_for(folder, target, backend), folder, f"{target}-ctx-{backend}", backend)
+    assert r.returncode == 0, r.stderr
+    return results(folder / f"{target}-ctx-{backend}"), results(folder / f"host-{backend}")
+
+
+@pytest.mark.skipif(not has_emulator("aarch64-linux"), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
+@pytest.mark.parametrize("name", ZOO)
+def test_aarch64_linux_runner_loads_a_host_built_context(built, name):
+    ours, host = ctx_and_host(built, "aarch64-linux", name, "w8a8", "npu")
+    assert ours and ours == host
+
+
+@pytest.mark.skipif(not has_emulator("aarch64-linux"), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
+def test_aarch64_linux_cpu_context_agrees_with_the_host(built):
+    ours, host = ctx_and_host(built, "aarch64-linux", "mobile_tiny", "fp32", "cpu")
+    assert_close(ours, host, 1e-5)
+
+
+@pytest.mark.skipif(not has_emulator("x86_64-windows"), reason="needs wine (.ci/run)")
+@pytest.mark.parametrize("name", ["digits_lstm", "mobile_tiny"])
+def test_wine_runner_loads_a_host_built_context(built, name):
+    ours, host = ctx_and_host(built, "x86_64-windows", name, "w8a8", "npu")
+    assert ours and ours == host
+
+
+@pytest.mark.parametrize("target", ["aarch64-linux", "aarch64-windows", "x86_64-windows"])
+def test_the_host_refuses_another_targets_context_and_names_it(built, target):
+    folder = zoo_model("digits_cnn", "w8a8", built)
+    ctx = context_for(folder, target, "npu")
+    expected = get_target(target).context_target
+    assert header_target(ctx) == expected
+    assert json.loads(ctx.with_name("npu.ctx.json").read_text())["target"] == target
+    with pytest.raises(QnnBuildError, match=f"built for {expected.replace('+', '[+]')}, this runtime targets"):
+        Model(context=ctx, backend="npu")
+
+
+def test_only_the_header_differs_from_the_hosts_context(built):
+    """What a context holds is machine-independent; the header's target and checksum are not."""
+    folder = zoo_model("transformer_block", "w8a8", built)
+    host = folder / "host.ctx"
+    build_context(model_lib(folder, host_target().name), host, backend="npu")
+    other = context_for(folder, "aarch64-windows", "npu").read_bytes()
+    differ = [k for k, (a, b) in enumerate(zip(host.read_bytes(), other)) if a != b]
+    assert len(other) == host.stat().st_size
+    assert differ and max(differ) < 512  # all inside the header
+
+
+def test_host_runner_retrieves_a_context_like_python(built):
+    folder = zoo_model("unet_tiny", "w8a8", built)
+    ctx = folder / "host-npu.ctx"
+    build_context(model_lib(folder, host_target().name), ctx, backend="npu")
+    run_python(model_lib(folder, host_target().name), folder, "lib-npu", "npu")
+    r = run_native(host_target().name, ctx, folder, "native-ctx", "npu", "--profiling_level", "basic")
+    assert r.returncode == 0, r.stderr
+    assert results(folder / "native-ctx") == results(folder / "lib-npu")
+    profile = json.loads((folder / "native-ctx" / "profile.json").read_text())
+    assert profile["retrieve_us"] > 0 and "compose_us" not in profile and profile["num_inferences"] == 2
+
+
+def test_runner_refuses_a_corrupt_context_with_the_check(built):
+    folder = zoo_model("digits_cnn", "w8a8", built)
+    ctx = folder / "flipped.ctx"
+    build_context(model_lib(folder, host_target().name), ctx, backend="npu")
+    data = bytearray(ctx.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    ctx.write_bytes(bytes(data))
+    r = run_native(host_target().name, ctx, folder, "flipped-out", "npu")
+    assert r.returncode == 1 and "checksum" in r.stderr and not (folder / "flipped-out").exists()
+
+
+def test_unknown_target_is_an_error_naming_it(built, tmp_path):
+    folder = zoo_model("digits_cnn", "w8a8", built)
+    r = subprocess.run([sys.executable, "-m", "qnn_build", "context-binary", "--backend", "npu", "--model",
+                        str(model_lib(folder, host_target().name)), "-o", str(tmp_path / "m.ctx"),
+                        "--target", "riscv64-linux"], capture_output=True, text=True)
+    assert r.returncode != 0 and "unknown target 'riscv64-linux'" in r.stderr
+    assert not list(tmp_path.iterdir())
