@@ -27,8 +27,10 @@ from pathlib import Path
 SITE_TOOLS = str(Path(__file__).parent / "site_tools")
 
 # Passed from the caller's environment to the steps (SCons runs commands with a minimal ENV).
+# OpenBLAS's own settings pick its kernels, whose float rounding calibration sees: a step must run
+# with the caller's, so that scons and the same command typed by hand write the same encodings.
 PROPAGATED_ENV = ("PYTHONPATH", "QNNB_CACHE_DIR", "HOME", "CXX", "ONNX_HOME", "TMPDIR",
-                  "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+                  "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 _state = {"options": False, "atexit": False}
 

@@ -5,7 +5,8 @@ converter's Python code, a new onnx, onnxruntime, numpy or C++ compiler. SCons c
 the build writes them to small JSON files (only when they change) and makes each step depend on the
 one that describes it:
 
-    out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy
+    out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy,
+                                       OpenBLAS's environment (OPENBLAS_*: its kernels' rounding; so test)
     out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain.py and qnnb.h, the C++ compiler
     out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy
                                        (the runtime library is a source of the step)
@@ -57,6 +58,9 @@ PACKAGES = {
     "release": [],
 }
 COMPILED = ("model-lib", "runtime")
+# Steps whose numbers come from the cpu backend's float GEMM (calibration, test figures): OpenBLAS's
+# environment chooses its kernels, so it is one of their inputs.
+FLOAT_KERNELS = ("convert", "test")
 STEPS = tuple(SOURCES)
 
 
@@ -112,6 +116,8 @@ def step_stamps(env_vars: dict) -> dict[str, dict]:
         stamp = {"qnn_build": __version__, "sources_sha256": sources_sha256(step)}
         for package in PACKAGES[step]:
             stamp[package] = _package_version(package)
+        if step in FLOAT_KERNELS:
+            stamp["openblas_env"] = {k: v for k, v in sorted(env_vars.items()) if k.startswith("OPENBLAS_")}
         if step in COMPILED:
             stamp["compiler"] = compiler["compiler"]
             stamp["compiler_version"] = compiler["compiler_version"]
