@@ -4,8 +4,9 @@
 
 Makes a small float CNN on [1, 3, size, size] inputs (conv-relu blocks, a pooled classifier), writes
 the largest sample count as raw files with a qnn-net-run input list (one file per sample, as a user
-would have them), then runs `qnn-build calibrate` in a fresh process for each count and reports the
-peak resident set size of that process (ru_maxrss) and its wall time.
+would have them) and as one .npz per count (one [count, 1, 3, size, size] array), then runs
+`qnn-build calibrate` in a fresh process for each count and format and reports the peak resident
+set size of that process (ru_maxrss) and its wall time.
 """
 
 import argparse
@@ -64,13 +65,19 @@ def main() -> int:
         rng = np.random.default_rng(1)
         for i in range(counts[-1]):
             rng.standard_normal((1, 3, args.size, args.size)).astype(np.float32).tofile(tmp / f"x{i}.raw")
-        print(f"{'samples':>8} {'data MiB':>9} {'peak RSS MiB':>13} {'seconds':>8}")
+        print(f"{'format':>6} {'samples':>8} {'data MiB':>9} {'peak RSS MiB':>13} {'seconds':>8}")
         for count in counts:
             listing = tmp / f"list{count}.txt"
             listing.write_text("".join(f"image:={tmp / f'x{i}.raw'}\n" for i in range(count)))
-            rss, seconds = calibrate(tmp / "model.onnx", listing, tmp / f"stats{count}.npz")
+            samples = np.stack([np.fromfile(tmp / f"x{i}.raw", np.float32).reshape(1, 3, args.size, args.size)
+                                for i in range(count)])
+            np.savez(tmp / f"calib{count}.npz", image=samples)
+            del samples
             data = count * 3 * args.size * args.size * 4 / 2**20
-            print(f"{count:>8} {data:9.0f} {rss:13.1f} {seconds:8.1f}")
+            for fmt, source in (("list", listing), ("npz", tmp / f"calib{count}.npz")):
+                rss, seconds = calibrate(tmp / "model.onnx", source, tmp / f"stats-{fmt}{count}.npz")
+                print(f"{fmt:>6} {count:>8} {data:9.0f} {rss:13.1f} {seconds:8.1f}")
+            (tmp / f"calib{count}.npz").unlink()
     return 0
 
 

@@ -87,7 +87,10 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
         pinned = load_overrides(overrides, graph) if overrides else None
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
-        quantize_graph(graph, prec, stats, options, pinned)
+        try:
+            quantize_graph(graph, prec, stats, options, pinned)
+        except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in
+            raise QnnBuildError(f"{source}: {e}") from None
         if float_consts is not None:  # hook: --float-fallback, after quantization
             extra["float_fallback"] = apply_float_fallback(graph, float_consts)
         if prec.is_quantized:

@@ -6,6 +6,7 @@ at a time, so memory does not grow with the number of samples. The statistics ar
 artifact (stats.npz): changing a range algorithm, a bitwidth or an override reuses them.
 """
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -13,7 +14,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..errors import QnnBuildError
-from ..npzio import save_npz
+from ..npzio import NpzRows, save_npz
 
 HIST_BINS = 2048
 
@@ -60,49 +61,46 @@ def iter_samples(source, inputs) -> tuple[int, Callable[[], Iterator[dict[str, n
         raise QnnBuildError(f"{path}: calibration data not found")
     if path.suffix == ".npz":
         try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
+            rows = {info.name: NpzRows(path, info.name) for info in inputs}
+        except KeyError:
+            with zipfile.ZipFile(path) as z:
+                names = [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+            missing = next(info.name for info in inputs if f"{info.name}.npy" not in names)
+            raise QnnBuildError(f"{path}: no array for input '{missing}' (arrays: {', '.join(names)})") from None
+        except (OSError, ValueError, zipfile.BadZipFile) as e:
             raise QnnBuildError(f"{path}: cannot read calibration data ({e})") from None
-        count = None
         for info in inputs:
-            if info.name not in data.files:
-                raise QnnBuildError(f"{path}: no array for input '{info.name}' (arrays: {', '.join(data.files)})")
-            arr = data[info.name]
-            per_sample = int(np.prod(info.shape))
-            if arr.size == 0:
+            shape, per_sample = rows[info.name].shape, int(np.prod(info.shape))
+            # arr[i] is one sample, in any layout of the input's values: a shape that merely has a
+            # multiple of its size would be read as other samples, silently.
+            if not shape or int(np.prod(shape[1:])) != per_sample:
+                raise QnnBuildError(f"{path}: input '{info.name}': array of shape {list(shape)} does not hold "
+                                    f"samples of shape {list(info.shape)} (each arr[i] must have {per_sample} "
+                                    f"values)")
+            if shape[0] == 0:
                 raise QnnBuildError(f"{path}: the calibration set is empty (input '{info.name}' has no samples)")
-            if arr.size % per_sample != 0:
-                raise QnnBuildError(f"{path}: input '{info.name}': array of shape {list(arr.shape)} does not hold "
-                                    f"samples of shape {list(info.shape)}")
-            n = arr.size // per_sample
-            count = n if count is None else min(count, n)
-        if not count:
-            raise QnnBuildError(f"{path}: the calibration set is empty")
+        count = min(rows[info.name].shape[0] for info in inputs)
 
         def stream():
+            streams = [iter(rows[info.name]) for info in inputs]
             for i in range(count):
-                yield {info.name: _sample(data[info.name], i, info, path) for info in inputs}
+                yield {info.name: _finite(next(s).astype(info.dtype).reshape(info.shape), path, info.name, i)
+                       for info, s in zip(inputs, streams)}
         return count, stream
 
     from ..runtime.netrun import parse_input_list, read_raw
     runs = parse_input_list(path, inputs)
 
     def stream_list():
-        for run in runs:
-            yield {info.name: _finite(read_raw(run[info.name], info, str(path)), path, info.name)
+        for k, run in enumerate(runs):
+            yield {info.name: _finite(read_raw(run[info.name], info, str(path)), path, info.name, k)
                    for info in inputs}
     return len(runs), stream_list
 
 
-def _sample(arr, i, info, path):
-    per = int(np.prod(info.shape))
-    flat = arr.reshape(-1, per)[i].astype(info.dtype).reshape(info.shape)
-    return _finite(flat, path, info.name)
-
-
-def _finite(x, path, name):
+def _finite(x, path, name, index):
     if np.issubdtype(x.dtype, np.floating) and not np.all(np.isfinite(x)):
-        raise QnnBuildError(f"{path}: calibration data for input '{name}' contains NaN or Inf")
+        raise QnnBuildError(f"{path}: calibration data for input '{name}' contains NaN or Inf (sample {index})")
     return x
 
 

@@ -1,0 +1,112 @@
+"""Bad quantization input through the command line: each case exits non-zero with one line naming
+the file and the input or tensor, and leaves a previous conversion in the output folder untouched."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    d = tmp_path_factory.mktemp("badquant")
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((8, 3, 3, 3)) * 0.5).astype(np.float32)
+    wf = (rng.standard_normal((512, 5)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Flatten", ["r1"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "wf"], ["y"], name="fc")]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
+                              [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(wf, "wf")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), d / "m.onnx")
+    calib = rng.standard_normal((8, 1, 3, 8, 8)).astype(np.float32)
+    np.savez(d / "good.npz", x=calib)
+    np.savez(d / "empty.npz", x=calib[:0])
+    np.savez(d / "shape.npz", x=calib[:, :, :, :7])  # 8 x 168 values: as many as 7 samples, yet none
+    np.savez(d / "other.npz", y=calib)
+    for name, value in (("nan", np.nan), ("inf", np.inf)):
+        bad = calib.copy()
+        bad[3, 0, 1, 2, 2] = value
+        np.savez(d / f"{name}.npz", x=bad)
+    calib[0].tofile(d / "s0.raw")
+    calib[1][:, :, :4].tofile(d / "short.raw")
+    (d / "short.txt").write_text("x:=s0.raw\nx:=short.raw\n")
+    (d / "none.txt").write_text("# no inferences\n")
+    bad = calib[2].copy()
+    bad[0, 0, 0, 0] = np.nan
+    bad.tofile(d / "nan.raw")
+    (d / "nan.txt").write_text("x:=s0.raw\nx:=nan.raw\n")
+    (d / "unknown.json").write_text(json.dumps({"activation_encodings": {"nope": [{"bitwidth": 16}]}}))
+    (d / "bits.json").write_text(json.dumps({"param_encodings": {"w1": [{"bitwidth": 12, "dtype": "int"}]}}))
+    (d / "broken.json").write_text('{"activation_encodings": ')
+    assert convert(d, "--precision", "w8a8", "--calibration", "good.npz").returncode == 0
+    return d
+
+
+def convert(d, *args):
+    return subprocess.run([sys.executable, "-m", "qnn_build", "convert", "m.onnx", "-o", "out", "-q", *args], cwd=d,
+                          capture_output=True, text=True)
+
+
+def snapshot(folder):
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(folder.iterdir())}
+
+
+CASES = [
+    (["--calibration", "empty.npz"], "empty.npz: the calibration set is empty (input 'x' has no samples)"),
+    (["--calibration", "missing.npz"], "missing.npz: calibration data not found"),
+    (["--calibration", "shape.npz"], "shape.npz: input 'x': array of shape [8, 1, 3, 7, 8] does not hold samples "
+                                     "of shape [1, 3, 8, 8]"),
+    (["--calibration", "other.npz"], "other.npz: no array for input 'x' (arrays: y)"),
+    (["--calibration", "nan.npz"], "nan.npz: calibration data for input 'x' contains NaN or Inf (sample 3)"),
+    (["--calibration", "inf.npz"], "inf.npz: calibration data for input 'x' contains NaN or Inf (sample 3)"),
+    (["--input-list", "short.txt"], "short.txt: short.raw has 384 bytes; input 'x' needs 768"),
+    (["--input-list", "none.txt"], "none.txt: the input list has no inferences"),
+    (["--input-list", "nan.txt"], "nan.txt: calibration data for input 'x' contains NaN or Inf (sample 1)"),
+    (["--calibration", "good.npz", "--quantization-overrides", "unknown.json"],
+     "unknown.json: activation_encodings: tensor 'nope' is not an activation of the model"),
+    (["--calibration", "good.npz", "--quantization-overrides", "bits.json"],
+     "bits.json: param_encodings: 'w1': unsupported bitwidth 12"),
+    (["--calibration", "good.npz", "--quantization-overrides", "broken.json"], "broken.json"),
+    (["--calibration", "good.npz", "--quantization-overrides", "absent.json"],
+     "absent.json: quantization overrides file not found"),
+]
+
+
+@pytest.mark.parametrize("args,message", CASES, ids=[c[0][-1] for c in CASES])
+def test_bad_input_is_one_clear_line_and_keeps_the_previous_conversion(work, args, message):
+    before = snapshot(work / "out")
+    r = convert(work, "--precision", "w8a8", *args)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qnn-build convert: error: ") and message in lines[0], r.stderr
+    assert snapshot(work / "out") == before
+
+
+def test_block_size_that_does_not_divide_names_the_weight(work):
+    rng = np.random.default_rng(1)
+    wf = (rng.standard_normal((480, 5)) * 0.1).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "wf"], ["y"], name="fc")], "odd",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 480])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])],
+                              [numpy_helper.from_array(wf, "wf")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), work / "odd.onnx")
+    np.savez(work / "odd.npz", x=rng.standard_normal((8, 1, 480)).astype(np.float32))
+    before = snapshot(work / "out")
+
+    def odd(block):
+        return subprocess.run([sys.executable, "-m", "qnn_build", "convert", "odd.onnx", "-o", "out", "-q",
+                               "--precision", "w4a16", "--calibration", "odd.npz", "--block-size", block], cwd=work,
+                              capture_output=True, text=True)
+    r = odd("64")
+    assert r.returncode == 1, r.stderr
+    assert "odd.onnx: node 'fc' (MatMul): block size 64 does not divide the input dimension 480 of weight 'wf'" \
+        in r.stderr, r.stderr
+    assert snapshot(work / "out") == before
+    assert odd("32").returncode == 0  # 480 = 15 blocks of 32
