@@ -6,7 +6,7 @@ Makes a small float CNN on [1, 3, size, size] inputs (conv-relu blocks, a pooled
 the largest sample count as raw files with a qnn-net-run input list (one file per sample, as a user
 would have them) and as one .npz per count (one [count, 1, 3, size, size] array), then runs
 `qnn-build calibrate` in a fresh process for each count and format and reports the peak resident
-set size of that process (ru_maxrss) and its wall time.
+set size of that process (VmHWM) and its wall time.
 """
 
 import argparse
@@ -43,8 +43,11 @@ def cnn(size: int) -> onnx.ModelProto:
 
 def calibrate(model: Path, input_list: Path, out: Path) -> tuple[float, float]:
     """(peak RSS in MiB, seconds) of one `qnn-build calibrate` process."""
-    code = ("import resource, sys; from qnn_build.cli import main; rc = main(sys.argv[1:]); "
-            "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
+    # VmHWM, the peak RSS of this process's own address space: ru_maxrss would also count the
+    # parent's pages that the child had before its exec (Linux keeps that high-water mark).
+    code = ("import sys; from qnn_build.cli import main; rc = main(sys.argv[1:]); "
+            "print('maxrss', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'))); "
+            "sys.exit(rc)")
     t0 = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", code, "calibrate", str(model), "--calibration", str(input_list),
                              "-o", str(out)], capture_output=True, text=True, check=True)
