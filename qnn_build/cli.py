@@ -135,7 +135,8 @@ def cmd_context_binary(args) -> None:
     for flag, value in (("--model", args.model), ("-o", args.output)):
         if not value:
             raise QnnBuildError(f"context-binary needs {flag}")
-    info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime, target=args.target)
+    info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime, target=args.target,
+                         precision=args.precision)
     _say(args, f"built {args.output} for {args.backend} on {info['target']}: {info['file_bytes']} bytes; "
                f"activation arena {info['arena_bytes']} bytes (all tensors apart: {info['tensor_bytes']})")
 
@@ -156,7 +157,8 @@ def cmd_net_run(args) -> None:
     for flag, value in (("--input-list", args.input_list), ("--output-dir", args.output_dir)):
         if not value:
             raise QnnBuildError(f"net-run needs {flag}")
-    model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime)
+    model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime,
+                  precision=args.precision if args.model else None)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling=args.profiling_level is not None)
     _say(args, f"ran {profile['num_inferences']} inference(s) on {args.backend} -> {args.output_dir}")
@@ -330,11 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
     x.add_argument("--target", help="the machine that will load it: a configs/targets/ name, e.g. "
                                     "aarch64-windows (default: this one); --model stays this machine's library")
+    x.add_argument("--precision", help="refuse a model library converted at another precision")
 
     n = step("net-run", "run a model library or a context binary over an input list", cmd_net_run)
     n.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
     n.add_argument("--model", help="the model library (libmodel.so)")
     n.add_argument("--retrieve-context", metavar="CTX", help="run from this context binary instead of --model")
+    n.add_argument("--precision", help="refuse a model library converted at another precision")
     n.add_argument("--input-list", help="qnn-net-run input list: one line per inference of name:=path.raw")
     n.add_argument("--output-dir", help="where Result_N/<output>.raw go")
     n.add_argument("--num-inferences", type=int, help="run this many inferences (default: one per line)")
@@ -374,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a limit: sqnr_db, cosine, top1 (minimums), max_abs, rel_err (maximums) (repeatable)")
     t.add_argument("--threads", type=int, help="threads for the backend (default 1)")
     t.add_argument("--name", help="model name, for test.json and messages")
-    t.add_argument("--precision", help="precision of the build, for test.json and messages")
+    t.add_argument("--precision", help="precision of the build, for test.json and messages; a --model converted "
+                                       "at another precision is refused")
     t.add_argument("--target", help="target of the build, for test.json and messages")
     t.add_argument("-o", "--output", help="test.json to write (also when a threshold is missed)")
 

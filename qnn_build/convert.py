@@ -51,7 +51,7 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
         is_int4 = t.encoding is not None and not t.encoding.is_float and t.encoding.bitwidth == 4
         consts.append((name, t.const, is_int4))
     bin_bytes, entries = pack_weights(consts)
-    cpp = generate_cpp(graph, entries)
+    cpp = generate_cpp(graph, entries, precision)
     desc = io_description(graph, source_name, precision)
     desc.update(extra or {})  # e.g. "float_fallback": the nodes kept in fp16
     out_dir = Path(out_dir)

@@ -110,3 +110,27 @@ def test_block_size_that_does_not_divide_names_the_weight(work):
         in r.stderr, r.stderr
     assert snapshot(work / "out") == before
     assert odd("32").returncode == 0  # 480 = 15 blocks of 32
+
+
+def test_a_library_of_another_precision_is_refused_before_compose(work):
+    """The library records its precision (qnnb_model_precision); steps told to expect another refuse
+    it by name, aliases included, and write nothing."""
+    run = lambda *a: subprocess.run([sys.executable, "-m", "qnn_build", *a], cwd=work, capture_output=True,
+                                    text=True)
+    assert run("convert", "m.onnx", "-o", "p16", "-q", "--precision", "w8a16", "--calibration", "good.npz").returncode == 0
+    assert run("model-lib", "--cpp", "p16/model.cpp", "--bin", "p16/model.bin", "-o", "p16/libmodel.so",
+               "-q").returncode == 0
+    np.zeros((1, 3, 8, 8), np.float32).tofile(work / "zero.raw")
+    (work / "one.txt").write_text("x:=zero.raw\n")
+    message = "p16/libmodel.so: this model library was converted at w8a16, not w8a8"
+    for args in (["context-binary", "--backend", "npu", "-o", "p16/m.ctx"],
+                 ["net-run", "--backend", "npu", "--input-list", "one.txt", "--output-dir", "p16/results"],
+                 ["test", "--backend", "npu", "--reference", "none.npz", "--data", "good.npz", "-o", "p16/t.json"]):
+        r = run(*args, "--model", "p16/libmodel.so", "--precision", "int8")
+        assert r.returncode == 1 and message in r.stderr, (args, r.stderr)
+    assert sorted(p.name for p in (work / "p16").iterdir()) == ["libmodel.so", "model.bin", "model.cpp",
+                                                               "model.encodings.json", "model.json"]
+    r = run("context-binary", "--backend", "npu", "-o", "p16/m.ctx", "--model", "p16/libmodel.so", "--precision",
+            "w8a16", "-q")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((work / "p16/m.ctx.json").read_text())["precision"] == "w8a16"

@@ -33,7 +33,7 @@ def host_and_target(built, name, precision, backend, *env):
     return results(folder / f"{TARGET}-{backend}"), results(folder / f"host-{backend}")
 
 
-@pytest.mark.parametrize("precision", ["fp16", "w8a8"])
+@pytest.mark.parametrize("precision", ["fp16", "w8a8", "w8a16", "w16a16", "w4a8", "w4a16"])
 @pytest.mark.parametrize("name", ZOO)
 def test_npu_bytes_equal_the_host(built, name, precision):
     ours, host = host_and_target(built, name, precision, "npu")

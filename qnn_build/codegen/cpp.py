@@ -20,6 +20,7 @@ _DTYPE_ENUM = {
     np.dtype(np.int64): "QNNB_INT64", np.dtype(np.bool_): "QNNB_BOOL", np.dtype(np.float16): "QNNB_FLOAT16",
 }
 
+PRECISION_SYMBOL = "qnnb_model_precision"
 BIN_SYMBOL = "qnnb_model_bin"
 
 
@@ -96,7 +97,7 @@ def tensor_dtype_enum(t) -> str:
     return _DTYPE_ENUM[np.dtype(t.dtype)]
 
 
-def generate_cpp(graph: Graph, weights: dict[str, WeightEntry]) -> str:
+def generate_cpp(graph: Graph, weights: dict[str, WeightEntry], precision: str = "fp32") -> str:
     ids: dict[str, int] = {}
     names = list(graph.inputs)
     for node in graph.nodes:
@@ -155,6 +156,9 @@ def generate_cpp(graph: Graph, weights: dict[str, WeightEntry]) -> str:
 extern "C" const unsigned char {BIN_SYMBOL}[];
 
 #define QNNB_CHECK(call) do {{ qnnb_status s_ = (call); if (s_ != QNNB_OK) return s_; }} while (0)
+
+// The precision it was converted at: a step that expects another refuses the library by name.
+extern "C" QNNB_EXPORT const char {PRECISION_SYMBOL}[] = "{precision}";
 
 extern "C" QNNB_EXPORT qnnb_status qnnb_model_compose(const qnnb_compose_api* api, qnnb_graph* g) {{
     if (api->api_version != QNNB_API_VERSION) return QNNB_ERR_API_VERSION;

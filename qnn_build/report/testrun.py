@@ -36,7 +36,8 @@ def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=
 
     thresholds = dict(thresholds or {})
     _check_threshold_keys(thresholds)
-    model = Model(model_lib, backend=backend, threads=threads, runtime=runtime, context=context)
+    model = Model(model_lib, backend=backend, threads=threads, runtime=runtime, context=context,
+                  precision=precision if model_lib else None)
     data = open_npz(data_path, "test data")
     ref = open_npz(reference, "reference")
     count = sample_count(data, [i.name for i in model.inputs], samples, data_path)

@@ -70,9 +70,10 @@ class Model:
     context binary loaded (`context=`, no model library needed)."""
 
     def __init__(self, model_lib=None, backend: str = "cpu", threads: int = 1, runtime: str | None = None,
-                 keep_tensors: bool = False, context=None):
+                 keep_tensors: bool = False, context=None, precision: str | None = None):
         self.timings: dict[str, float] = {}
         self.backend = backend
+        self.precision: str | None = None  # of a model library (a context does not record it)
         self._graph = None
         self._rt = runtime_library(runtime)
         if context is not None:
@@ -89,6 +90,8 @@ class Model:
             compose = self._lib.qnnb_model_compose
         except (OSError, AttributeError) as e:
             raise QnnBuildError(f"{model_lib}: not a qnn-build model library ({e})") from None
+        self.precision = _library_precision(self._lib)
+        _check_precision(model_lib, self.precision, precision)
         t1 = time.perf_counter()
         self._create(backend, threads, keep_tensors)
         self._check(self._rt.qnnb_graph_compose(self._graph, ctypes.cast(compose, ctypes.c_void_p)), "compose")
@@ -208,6 +211,26 @@ class Model:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _library_precision(lib) -> str | None:
+    """The precision a model library was converted at (None: built before libraries recorded it)."""
+    try:
+        symbol = lib.qnnb_model_precision  # a char array: its address is the string
+    except AttributeError:
+        return None
+    return ctypes.string_at(ctypes.cast(symbol, ctypes.c_void_p).value).decode()
+
+
+def _check_precision(model_lib, actual: str | None, expected: str | None) -> None:
+    """A step told which precision to expect refuses a library converted at another, before compose."""
+    if not expected:
+        return
+    from ..quant.precision import parse_precision
+    want = parse_precision(expected).name
+    if actual != want:
+        raise QnnBuildError(f"{model_lib}: this model library was converted at {actual or 'an unrecorded precision'}, "
+                            f"not {want} (convert again with --precision {want})")
 
 
 def load(model_lib, backend: str = "cpu", threads: int = 1, runtime: str | None = None) -> Model:

@@ -39,7 +39,7 @@ COMMANDS = {
                   "model-lib $QNNB_MODEL $QNNB_PRECISION$_QNNB_AT_TARGET"),
     "context-binary": ("QNNB_CONTEXTCOM",
                        (f"{STEP} context-binary -q --model ${{SOURCES[0]}} --runtime ${{SOURCES[1]}} "
-                        "--backend $QNNB_BACKEND $_QNNB_CROSS -o ${TARGETS[0]}"),
+                        "--backend $QNNB_BACKEND $_QNNB_PRECISION $_QNNB_CROSS -o ${TARGETS[0]}"),
                        "context-binary $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
     "reference": ("QNNB_REFERENCECOM", f"{STEP} reference -q --config ${{SOURCES[0]}} -o $TARGET",
                   "reference $QNNB_MODEL"),
@@ -103,6 +103,12 @@ def _cross(env):
     return [] if get_target(name).is_host else ["--target", name]
 
 
+def _precision_flag(env):
+    """`--precision P` when the step's precision is known: the library must have been converted at it."""
+    precision = env.subst("$QNNB_PRECISION")
+    return ["--precision", precision] if precision else []
+
+
 def _at_target(env):
     cross = _cross(env)
     return f"@{cross[1]}" if cross else ""
@@ -163,6 +169,8 @@ DEFAULTS = {
     "_qnnb_test_meta": _test_meta,
     "_QNNB_CROSS": "${_qnnb_cross(__env__)}",
     "_qnnb_cross": _cross,
+    "_QNNB_PRECISION": "${_qnnb_precision_flag(__env__)}",
+    "_qnnb_precision_flag": _precision_flag,
     "_QNNB_AT_TARGET": "${_qnnb_at_target(__env__)}",
     "_qnnb_at_target": _at_target,
     **{var: command for var, command, _ in COMMANDS.values()},
