@@ -69,12 +69,12 @@ def _quant_options(args):
     from .quant import QuantOptions
     return QuantOptions(act_range=args.act_range, weight_range=args.weight_range, percentile=args.percentile,
                         per_channel=not args.per_tensor, block_size=args.block_size,
-                        bias_correction=bool(args.bias_correction))
+                        bias_correction=bool(args.bias_correction), recurrent_bits=args.recurrent_bits)
 
 
 _QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
                    "per_tensor": False, "block_size": None, "cle": False, "bias_correction": False,
-                   "calibration": None, "calibration_stats": None, "quantization_overrides": None,
+                   "recurrent_bits": 16, "calibration": None, "calibration_stats": None, "quantization_overrides": None,
                    "float_fallback": False}
 
 
@@ -303,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--block-size", type=int, choices=[32, 64, 128], help="block-wise 4-bit weights")
     q.add_argument("--cle", action="store_true", default=None, help="cross-layer equalization")
     q.add_argument("--bias-correction", action="store_true", default=None, help="correct biases for weight error")
+    q.add_argument("--recurrent-bits", type=int, choices=[8, 16],
+                   help="bits of unrolled LSTM/GRU/RNN activations and weights, at least the precision's (default 16)")
     q.add_argument("--quantization-overrides", metavar="FILE", help="AIMET encodings JSON pinning tensors")
     q.add_argument("--float-fallback", action="store_true", default=None,
                    help="keep nodes the npu has no integer kernel for in fp16 (boundary Quantize/Dequantize "

@@ -81,7 +81,7 @@ def test_valid_spec_resolves_to_relative_step_configs(project):
     # convert's own option names, so `qnn-build convert --config` reads the file as it is
     assert {k: v for k, v in w8a8.items() if k not in resolved.convert["fp32"]} == {
         "calibration": "models/digits_cnn/calibration.npz", "act_range": "minmax", "bias_correction": False,
-        "cle": False, "per_tensor": False, "weight_range": "minmax"}  # no block_size: not 4-bit
+        "cle": False, "per_tensor": False, "recurrent_bits": 16, "weight_range": "minmax"}  # no block_size: not 4-bit
     assert resolved.convert["w4a16"]["block_size"] == 32
     assert resolved.model_lib["x86_64-linux"]["target"]["shared_lib"] == "lib{name}.so"
     assert resolved.test[("w8a8", "cpu")] == {"data": "models/digits_cnn/test.npz", "labels": "labels",

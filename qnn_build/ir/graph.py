@@ -43,6 +43,8 @@ class Graph:
     outputs: list[str]
     opset: int
     source: str = ""
+    # Activations written by unrolled LSTM/GRU/RNN -> their role across time steps (ir/rnn_lowering.py)
+    recurrent: dict[str, str] = field(default_factory=dict)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

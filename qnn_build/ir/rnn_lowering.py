@@ -17,11 +17,15 @@ may be folded) computed for all steps at once by one MatMul, then split into ste
          H = h~ + z ⊙ (H − h~)
   RNN:   H = f(clip(XW_t + H·R^T))
 Zero initial states drop their terms; constant ones are folded where both operands are constant.
+Every activation the expansion writes is recorded in `graph.recurrent` with its role, the same for
+all time steps (`LSTM/d0/c` for every step's cell state), so the quantizer can give the recurrence
+its own bitwidth and one encoding per role (docs/quantization.md "The recurrence at 16 bits").
 Refused (naming the node): weights that are not constants, sequence_lens shorter than the sequence,
 activations without a primitive form (ThresholdedRelu).
 """
 
 import math
+import re
 
 import numpy as np
 
@@ -81,10 +85,15 @@ class _Unroll:
     def _name(self, hint: str) -> str:
         return self.graph.unique_name(f"{self.prefix}/{hint}")
 
+    def mark(self, name: str, role: str) -> None:
+        """Record an activation of the expansion with its role: the hint without its time step."""
+        self.graph.recurrent[name] = f"{self.prefix}/{re.sub(r'/t[0-9]+/', '/', role)}"
+
     def emit(self, op_type: str, inputs, shape, hint: str, out: str | None = None, **params) -> str:
         names = [self.const_name(v, hint) if isinstance(v, np.ndarray) else v for v in inputs]
         y = out or self.graph.add_activation(self._name(hint), np.float32, shape)
         self.nodes.append(Node(y if out is None else self._name(hint), op_type, names, [y], params))
+        self.mark(y, hint)
         return y
 
     def const_name(self, value: np.ndarray, hint: str) -> str:
@@ -124,7 +133,7 @@ class _Unroll:
             return (a.astype(np.float64) @ w.astype(np.float64)).astype(np.float32)
         return self.emit("MatMul", [a, np.ascontiguousarray(w, np.float32)], (self.shape(a)[0], w.shape[1]), hint)
 
-    def split(self, v: str, axis: int, sizes, hint):
+    def split(self, v: str, axis: int, sizes, hint, over_time: bool = False):
         if len(sizes) == 1:
             return [v]
         shape = list(self.shape(v))
@@ -132,6 +141,7 @@ class _Unroll:
         for k, s in enumerate(sizes):
             shape[axis] = s
             outs.append(self.graph.add_activation(self._name(f"{hint}{k}"), np.float32, shape))
+            self.mark(outs[-1], hint if over_time else f"{hint}{k}")  # time steps share one role
         self.nodes.append(Node(self._name(hint), "Split", [v], outs, {"axis": axis, "split": [int(s) for s in sizes]}))
         return outs
 
@@ -261,7 +271,7 @@ class _Unroll:
         tag = f"d{d}"
         xw = self.matmul(x2, np.ascontiguousarray(W.T), f"{tag}/xw")
         xw = self.add(xw, fold if np.any(fold) else None, f"{tag}/xw_b")
-        steps = self.split(xw, 0, [self.batch] * self.seq, f"{tag}/xw_t")
+        steps = self.split(xw, 0, [self.batch] * self.seq, f"{tag}/xw_t", over_time=True)
         slot = (0 if d == 0 else len(self.codes) // 2)
         hs = [None] * self.seq
         order = range(self.seq - 1, -1, -1) if reverse else range(self.seq)

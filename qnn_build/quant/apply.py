@@ -28,6 +28,9 @@ class QuantOptions:
     per_channel: bool = True
     block_size: int | None = None
     bias_correction: bool = False
+    # Bits of the activations and constants of unrolled LSTM/GRU/RNN where the precision has fewer
+    # (8 or None: the precision's). docs/quantization.md "The recurrence at 16 bits": why 16 by default.
+    recurrent_bits: int | None = 16
 
 
 def weight_axes(node: Node, graph: Graph, index: int) -> tuple[int, int] | None:
@@ -93,16 +96,75 @@ def _fused_into_activation(graph, name, consumers):
     return users[0].outputs[0]
 
 
+def recurrent_bits(bits: int, options: QuantOptions) -> int:
+    """Bits of the recurrence's tensors at a precision with `bits`: never fewer than the precision's."""
+    return max(bits, options.recurrent_bits or 0)
+
+
+def _shared_ranges(graph, stats) -> dict[str, tuple[float, float]]:
+    """Role -> the union of its tensors' calibrated ranges over all time steps."""
+    out = {}
+    for name, role in graph.recurrent.items():
+        if stats is not None and name in stats and name in graph.tensors:
+            lo, hi = out.get(role, (np.inf, -np.inf))
+            out[role] = (min(lo, stats[name].min), max(hi, stats[name].max))
+    return out
+
+
+# |x| past which a function's value is within a fraction of a 16-bit step of its limit.
+SATURATES_AT = {"Sigmoid": 16.0, "Tanh": 8.0}
+
+
+def _saturation_bound(graph, name, consumers):
+    """The bound past which every reader of `name` (through pass-through moves) saturates, or None."""
+    users = consumers.get(name, [])
+    if not users or name in graph.outputs:
+        return None
+    bounds = []
+    for u in users:
+        if u.op_type in SATURATES_AT:
+            bounds.append(SATURATES_AT[u.op_type])
+        elif u.op_type in PASS_THROUGH and u.inputs[0] == name:
+            bounds += [_saturation_bound(graph, o, consumers) for o in u.outputs if o]
+        else:
+            return None
+    return None if None in bounds else max(bounds)
+
+
+def _saturated(graph, name, consumers, lo, hi):
+    """A recurrent gate's pre-activation range cut where its sigmoid/tanh saturates: the values
+    past it give the same output, and the range no longer spends codes (or, with 16 bits, the
+    npu's interpolated lookup table its knots, docs/npu.md (N7)) on them."""
+    bound = _saturation_bound(graph, name, consumers)
+    return (lo, hi) if bound is None else (max(lo, -bound), min(hi, bound))
+
+
+def _inherits(source, bits: int) -> bool:
+    """A pass-through output keeps its input's encoding, unless that has fewer bits than the output
+    should (the recurrence reading an 8-bit input: the move re-encodes it to 16 bits, as the npu
+    multiplies 16-bit weights by 16-bit activations only)."""
+    enc = source.encoding
+    return enc is not None and (enc.is_float or enc.bitwidth >= bits)
+
+
 def _encode_activations(graph, precision, stats, options, pinned):
     producer = graph.producers()
     consumers = graph.consumers()
+    rec_bits = recurrent_bits(precision.act_bits, options)
+    # At 16 bits a wider range costs nothing, while a value past the range of its own time step is
+    # clipped: every step of a role shares one encoding. At 8 bits each step keeps its own range.
+    shared = _shared_ranges(graph, stats) if rec_bits >= 16 else {}
     for name in activation_names(graph):
         t = graph.tensor(name)
         node = producer.get(name)
+        bits = rec_bits if name in graph.recurrent else precision.act_bits
         if name in pinned:
-            t.encoding = pinned[name](stats.get(name) if stats else None, precision.act_bits)
-        elif node is not None and node.op_type in PASS_THROUGH and graph.tensor(node.inputs[0]).encoding is not None:
+            t.encoding = pinned[name](stats.get(name) if stats else None, bits)
+        elif node is not None and node.op_type in PASS_THROUGH and _inherits(graph.tensor(node.inputs[0]), bits):
             t.encoding = graph.tensor(node.inputs[0]).encoding
+        elif graph.recurrent.get(name) in shared:
+            lo, hi = _saturated(graph, name, consumers, *shared[graph.recurrent[name]])
+            t.encoding = activation_encoding(lo, hi, bits)
         else:
             source = _fused_into_activation(graph, name, consumers) or name
             if source != name and source in pinned:
@@ -111,14 +173,19 @@ def _encode_activations(graph, precision, stats, options, pinned):
                 raise QnnBuildError(f"calibration statistics have no entry for tensor '{source}' "
                                     f"(statistics from another model or precision settings?)")
             s = stats[source]
-            lo, hi = choose_range(s.min, s.max, s.hist, precision.act_bits, options.act_range, options.percentile)
-            t.encoding = activation_encoding(lo, hi, precision.act_bits)
+            lo, hi = choose_range(s.min, s.max, s.hist, bits, options.act_range, options.percentile)
+            if name in graph.recurrent:
+                lo, hi = _saturated(graph, name, consumers, lo, hi)
+            t.encoding = activation_encoding(lo, hi, bits)
 
 
 def _encode_constants(graph, precision, options, pinned, stats):
     done = set()
     float_weights = {}
     for node in graph.nodes:
+        recurrent = any(o in graph.recurrent for o in node.outputs)
+        weight_bits = recurrent_bits(precision.weight_bits, options) if recurrent else precision.weight_bits
+        param_bits = recurrent_bits(precision.param_bits, options) if recurrent else precision.param_bits
         for index, name in enumerate(node.inputs):
             t = graph.tensors.get(name) if name else None
             if t is None or not t.is_const or t.dtype != np.float32 or name in done:
@@ -127,16 +194,16 @@ def _encode_constants(graph, precision, options, pinned, stats):
             values = t.const
             axes = weight_axes(node, graph, index)
             if name in pinned:
-                enc = pinned[name](values, precision.weight_bits)
+                enc = pinned[name](values, weight_bits)
             elif is_bias(node, index) and _bias_fits(node, graph, values):
                 if options.bias_correction and stats is not None:
                     values = _corrected_bias(node, graph, values, float_weights.get(node.inputs[1]), stats)
                 enc = _bias(node, graph, values)
             elif axes is not None:
-                enc = _weight(node, graph, values, axes, precision, options)
+                enc = _weight(node, graph, values, axes, weight_bits, options)
             else:
                 absmax = np.array([np.abs(values).max() if values.size else 0.0])
-                enc = symmetric_encoding(absmax, precision.param_bits)
+                enc = symmetric_encoding(absmax, param_bits)
             if enc.is_float:
                 t.const = values.astype(np.float16)
                 t.dtype = np.dtype(np.float16)
@@ -149,8 +216,7 @@ def _encode_constants(graph, precision, options, pinned, stats):
             t.encoding = enc
 
 
-def _weight(node, graph, values, axes, precision, options) -> Encoding:
-    bits = precision.weight_bits
+def _weight(node, graph, values, axes, bits, options) -> Encoding:
     axis, in_axis = axes
     if not options.per_channel:
         axis = -1

@@ -72,7 +72,7 @@ def _quantization_options(spec: Spec, info: dict, root: Path) -> dict:
     """The spec's `quantization` as `qnn-build convert` options, only those that matter to this
     precision (e.g. block_size only for 4-bit weights). The bitwidths come with `precision`."""
     q = spec.quantization
-    options = {key: q[key] for key in ("act_range", "weight_range", "cle", "bias_correction")}
+    options = {key: q[key] for key in ("act_range", "weight_range", "cle", "bias_correction", "recurrent_bits")}
     options["per_tensor"] = not q["per_channel"]
     if q["act_range"] == "percentile":
         options["percentile"] = q["percentile"]
