@@ -1,7 +1,8 @@
 """Post-training quantization accuracy: ours (w8a8, w8a16, w4a16) against onnxruntime's and NNCF's.
 
     python bench/bench_quant.py [--calib 100] [--test 200] [--models digits_cnn,transformer_block]
-                                [--model PATH [--input-dim NAME DIMS] [--calibration NPZ] [--test-data NPZ]]...
+                                [--model PATH [--input-dim NAME DIMS] [--input-value NAME VALUE]
+                                              [--calibration NPZ] [--test-data NPZ]]...
                                 [--tools ours,ort,nncf] [--markdown FILE]
 
 One run. For every shipped model (models/<name>/model.onnx with its calibration.npz and test.npz,
@@ -74,6 +75,7 @@ def ours_settings(block_size: int) -> list[Setting]:
     rows = [
         ("ours fp32 (sanity)", "fp32", {}),
         ("ours w8a8 minmax", "w8a8", {}),
+        ("ours w8a8 minmax, 8-bit recurrence", "w8a8", {"recurrent_bits": 8}),  # LSTM/GRU at the precision's bits
         ("ours w8a8 percentile", "w8a8", {"act_range": "percentile"}),
         ("ours w8a8 mse", "w8a8", {"act_range": "mse", "weight_range": "mse"}),
         ("ours w8a8 mse+cle", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True}),
@@ -107,6 +109,7 @@ class Bench:
     name: str
     path: Path
     dims: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)  # inputs pinned to a constant (--input-value)
     calibration: Path | None = None
     test: Path | None = None
 
@@ -135,22 +138,35 @@ def shipped_models() -> list[Bench]:
 
 
 def pinned_model(bench: Bench, out_path: Path) -> tuple[Path, dict[str, list[int]]]:
-    """A copy of the model with every input dim static: --input-dim pins, other symbolic dims -> 1."""
+    """A copy of the model with every input dim static: --input-dim pins, other symbolic dims -> 1.
+    Inputs pinned by --input-value stay inputs (onnxruntime crashes folding some of them) and are
+    left out of the returned dims: every feed carries their value (pinned_feeds). Such a model keeps
+    its symbolic dims in the file: onnxruntime checks the branches the value would fold away too, and
+    static dims can contradict them; ours gets the dims from `convert`."""
     model = onnx.load(str(bench.path))
     inits = {i.name for i in model.graph.initializer}
     dims = {}
     for vi in model.graph.input:
-        if vi.name in inits:
+        if vi.name in inits or vi.name in bench.values:
             continue
         shape = vi.type.tensor_type.shape
         want = bench.dims.get(vi.name) or [d.dim_value if d.dim_value > 0 else 1 for d in shape.dim]
+        dims[vi.name] = [int(v) for v in want]
+        if bench.values:
+            continue
         del shape.dim[:]
         for v in want:
             shape.dim.add().dim_value = int(v)
-        dims[vi.name] = [int(v) for v in want]
     del model.graph.value_info[:]  # inferred again from the pinned inputs by whoever needs them
     onnx.save(model, str(out_path))
     return out_path, dims
+
+
+def pinned_feeds(samples: list[dict], model, values: dict) -> list[dict]:
+    """Each sample with the --input-value inputs added, in their ONNX dtypes."""
+    from onnx import helper
+    types = {vi.name: helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) for vi in model.graph.input}
+    return [{**s, **{k: np.array(v, types[k]) for k, v in values.items()}} for s in samples]
 
 
 def load_samples(npz: Path | None, dims: dict, dtypes: dict, count: int, seed: int) -> tuple[list[dict], np.ndarray | None]:
@@ -233,7 +249,7 @@ def short_reason(e: BaseException) -> str:
 
 # --- running each tool ------------------------------------------------------------------------------
 
-def run_ours(setting, float_path, dims, calib_npz, test, workdir, block_size, percentile):
+def run_ours(setting, float_path, dims, values, calib_npz, test, workdir, block_size, percentile):
     """(outputs over the test samples, seconds, note, quantized activations, op types left float)."""
     from qnn_build.convert import convert
     from qnn_build.errors import QnnBuildError
@@ -246,7 +262,9 @@ def run_ours(setting, float_path, dims, calib_npz, test, workdir, block_size, pe
     cle = p.pop("cle", False)
     out = Path(tempfile.mkdtemp(prefix="ours-", dir=workdir))
     note = ""
-    kw = {} if setting.kind == "fp32" else {"calibration": calib_npz}
+    kw = {"input_values": values}
+    if setting.kind != "fp32":
+        kw["calibration"] = calib_npz
     t0 = time.perf_counter()
     try:
         convert(float_path, out, input_dims=dims, precision=setting.kind, options=QuantOptions(**p), cle=cle, **kw)
@@ -265,7 +283,7 @@ def run_ours(setting, float_path, dims, calib_npz, test, workdir, block_size, pe
     model = Model(lib, threads=1)
     try:
         names = [o.name for o in model.outputs]
-        runs = [model.run(feeds) for feeds in test]
+        runs = [model.run({k: v for k, v in feeds.items() if k in dims}) for feeds in test]
     finally:
         model.close()
     enc = out / "model.encodings.json"
@@ -306,6 +324,7 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
             calib, _ = load_samples(bench.calibration, dims, dtypes, args.calib, seed=0)
             test, labels = load_samples(bench.test, dims, dtypes, args.test, seed=1)
             np.savez(tmp / "calibration.npz", **{k: np.stack([s[k] for s in calib]) for k in dims})
+            calib, test = pinned_feeds(calib, model, bench.values), pinned_feeds(test, model, bench.values)
             ref = peers.run_onnx(float_path, test)
         except Exception as e:  # noqa: BLE001 - the model itself cannot be prepared: say so, go on
             info["error"] = short_reason(e)
@@ -321,8 +340,8 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
         for s in settings:
             try:
                 if s.tool == "ours":
-                    outs, sec, note, n_q, left = run_ours(s, float_path, dims, tmp / "calibration.npz", test, tmp,
-                                                          args.block_size, args.percentile)
+                    outs, sec, note, n_q, left = run_ours(s, float_path, dims, bench.values, tmp / "calibration.npz",
+                                                          test, tmp, args.block_size, args.percentile)
                 else:
                     outs, sec, note, n_q, left = run_peer(s, float_path, calib, test, tmp, args.percentile)
                 r = measure(s, outs, ref, labels, sec, note, n_q, left)
@@ -486,6 +505,9 @@ class ExtraModel(argparse.Action):
             if option_string == "--input-dim":
                 name, text = values
                 m.dims[name] = [int(d) for d in text.replace("x", ",").split(",") if d]
+            elif option_string == "--input-value":
+                name, text = values
+                m.values[name] = float(text)
             elif option_string == "--calibration":
                 m.calibration = Path(values)
             elif option_string == "--test-data":
@@ -503,6 +525,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", action=ExtraModel, metavar="PATH", help="an extra ONNX model (repeatable)")
     ap.add_argument("--input-dim", action=ExtraModel, nargs=2, metavar=("NAME", "DIMS"),
                     help="pin an input of the preceding --model, e.g. x 1,3,48,192 (other symbolic dims -> 1)")
+    ap.add_argument("--input-value", action=ExtraModel, nargs=2, metavar=("NAME", "VALUE"),
+                    help="pin an input of the preceding --model to a constant, e.g. sr 16000")
     ap.add_argument("--calibration", action=ExtraModel, metavar="NPZ",
                     help="calibration data of the preceding --model (default: random normal)")
     ap.add_argument("--test-data", action=ExtraModel, metavar="NPZ",
