@@ -109,9 +109,9 @@ class Bench:
     name: str
     path: Path
     dims: dict = field(default_factory=dict)
-    values: dict = field(default_factory=dict)  # inputs pinned to a constant (--input-value)
     calibration: Path | None = None
     test: Path | None = None
+    values: dict = field(default_factory=dict)  # inputs pinned to a constant (--input-value)
 
 
 def shipped_models() -> list[Bench]:
