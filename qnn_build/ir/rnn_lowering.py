@@ -66,6 +66,7 @@ class _Unroll:
 
     def __init__(self, graph: Graph, node: Node):
         self.graph, self.node, self.nodes = graph, node, []
+        self.consts: dict = {}  # (shape, bytes) -> constant name
         self.prefix = node.name or node.outputs[0]
         p = node.attrs
         self.op = node.op_type
@@ -97,7 +98,12 @@ class _Unroll:
         return y
 
     def const_name(self, value: np.ndarray, hint: str) -> str:
-        return self.graph.add_const(self._name(hint + "_const"), np.asarray(value, np.float32))
+        """One constant for equal values: every time step reads the same R, not a copy of it."""
+        value = np.asarray(value, np.float32)
+        key = (value.shape, value.tobytes())
+        if key not in self.consts:
+            self.consts[key] = self.graph.add_const(self._name(re.sub(r"/t[0-9]+/", "/", hint) + "_const"), value)
+        return self.consts[key]
 
     def shape(self, v):
         return tuple(v.shape) if isinstance(v, np.ndarray) else tuple(self.graph.tensor(v).shape)
