@@ -1,4 +1,4 @@
-// Integer Conv and ConvTranspose: docs/npu.md (N10)-(N12), fast paths (N15).
+// Integer Conv: docs/npu.md (N10)-(N11), fast paths (N15). ConvTranspose: conv_transpose.cpp.
 //
 // Conv output channel c of group g at output position o:
 //   acc_j = sum over input channels ci of block j (all of the group's when not block-wise) and
@@ -12,29 +12,17 @@
 //    _mm512_dpbusd_epi32 (u8 x s8 -> s32), zp_x · sum(w) subtracted per channel;
 //  - direct (everything else, depthwise included): x − zp_x into a zero-padded buffer once per
 //    batch item, then per output row vectorisable multiply-accumulate loops over the taps.
-// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D.
+// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D (conv_geometry.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "../core/parallel.h"
 #include "conv_common.h"
+#include "conv_geometry.h"
 
 namespace qnnb {
 namespace npu {
-namespace {
-
-struct Geometry {
-    int64_t batch = 0, in_ch = 0, out_ch = 0, group = 1;
-    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0};
-
-    int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-    int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-    int64_t taps() const { return k[0] * k[1] * k[2]; }
-    int64_t cg() const { return in_ch / group; }   // input channels per group
-    int64_t mg() const { return out_ch / group; }  // output channels per group
-};
 
 bool read_geometry(const Node& n, Geometry& g, std::string& err) {
     const Tensor* x = n.in[0];
@@ -77,6 +65,26 @@ bool read_geometry(const Node& n, Geometry& g, std::string& err) {
     return true;
 }
 
+bool check_operands(const Node& n, std::string& err) {
+    if (!check_int_operand(n.input(0), err) || !check_int_output(n.output(0), err)) return false;
+    if (n.in[0]->dtype != QNNB_UINT8 && n.in[0]->dtype != QNNB_UINT16) {
+        err = "input must be an 8- or 16-bit activation";
+        return false;
+    }
+    const Tensor* w = n.input(1);
+    if (!w) {
+        err = "missing weight";
+        return false;
+    }
+    if (w->encoding.bitwidth == 16 && n.in[0]->encoding.bitwidth <= 8) {
+        err = "16-bit weights with 8-bit activations are not supported by the npu (use w16a16, w8a8 or w8a16)";
+        return false;
+    }
+    return true;
+}
+
+namespace {
+
 enum class Path { Reference, Direct, Vnni };
 
 struct ConvState {
@@ -102,16 +110,6 @@ struct ConvState {
 // counted from the first padding element.
 int64_t padded_extent(const Geometry& g, int d) {
     return std::max(g.in[d] + g.pad_lo[d], (g.out[d] - 1) * g.stride[d] + (g.k[d] - 1) * g.dil[d] + 1);
-}
-
-// Calls fn(TX{}, TY{}) for the activation types of x and y (uint8/uint16, checked at prepare).
-template <class Fn>
-void with_act_types(const Node& n, Fn fn) {
-    const bool x8 = n.in[0]->dtype == QNNB_UINT8, y8 = n.out[0]->dtype == QNNB_UINT8;
-    if (x8 && y8) fn(uint8_t{}, uint8_t{});
-    else if (x8) fn(uint8_t{}, uint16_t{});
-    else if (y8) fn(uint16_t{}, uint8_t{});
-    else fn(uint16_t{}, uint16_t{});
 }
 
 // ---- reference: the equation's loops ------------------------------------------------------------
@@ -329,26 +327,6 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
     }
 }
 
-// ---- Conv ----------------------------------------------------------------------------------------
-
-bool check_operands(const Node& n, std::string& err) {
-    if (!check_int_operand(n.input(0), err) || !check_int_output(n.output(0), err)) return false;
-    if (n.in[0]->dtype != QNNB_UINT8 && n.in[0]->dtype != QNNB_UINT16) {
-        err = "input must be an 8- or 16-bit activation";
-        return false;
-    }
-    const Tensor* w = n.input(1);
-    if (!w) {
-        err = "missing weight";
-        return false;
-    }
-    if (w->encoding.bitwidth == 16 && n.in[0]->encoding.bitwidth <= 8) {
-        err = "16-bit weights with 8-bit activations are not supported by the npu (use w16a16, w8a8 or w8a16)";
-        return false;
-    }
-    return true;
-}
-
 bool prepare_conv(Node& n, std::string& err) {
     if (!check_operands(n, err)) return false;
     ConvState& s = n.make_state<ConvState>();
@@ -416,149 +394,8 @@ void run_conv(Node& n, const ExecContext& ctx) {
     });
 }
 
-// ---- ConvTranspose (N12) -------------------------------------------------------------------------
-// Output position o of channel c = g · mg + m gathers input position i along each dim where
-// i · s − pad + t · d = o, from the group's input channels ci: w[ci][m][t]. Block j = ci / B over
-// the weight's axis 0 (all input channels).
-
-struct TransposeState {
-    Geometry g;
-    ChannelParams p;
-    std::vector<int16_t> w;
-    int32_t zp_x = 0;
-    bool acc32 = true;
-    bool scatter = false;  // the fast path below; block-wise weights and QNNB_NPU_REFERENCE take the loops
-};
-
-template <class TA, class TX, class TY>
-void conv_transpose_ref(const TransposeState& s, const TX* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), plane = g.out_plane();
-    const int64_t block = s.p.blockwise() ? s.p.block_size : g.in_ch;
-    parallel_for(ctx, g.batch * g.out_ch, [&](int64_t bc) {
-        const int64_t b = bc / g.out_ch, c = bc % g.out_ch, grp = c / mg, m = c % mg;
-        for (int64_t od = 0; od < g.out[0]; ++od)
-            for (int64_t oh = 0; oh < g.out[1]; ++oh)
-                for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-                    int64_t total = 0;
-                    TA acc = 0;  // (N10): |acc| < 2^31 when TA is int32
-                    int64_t j = (grp * cg) / block;
-                    for (int64_t ci = grp * cg; ci < (grp + 1) * cg; ++ci) {
-                        if (ci / block != j) {  // (N11): the block ends
-                            total += static_cast<int64_t>(acc) * s.p.block_mult[c * s.p.blocks + (s.p.blockwise() ? j : 0)];
-                            acc = 0;
-                            j = ci / block;
-                        }
-                        const TX* xc = x + (b * g.in_ch + ci) * g.in_plane();
-                        const int16_t* wc = s.w.data() + (ci * mg + m) * taps;
-                        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-                            const int64_t nd = od + g.pad_lo[0] - kd * g.dil[0];
-                            if (nd < 0 || nd % g.stride[0] || nd / g.stride[0] >= g.in[0]) continue;
-                            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                                const int64_t nh = oh + g.pad_lo[1] - kh * g.dil[1];
-                                if (nh < 0 || nh % g.stride[1] || nh / g.stride[1] >= g.in[1]) continue;
-                                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                                    const int64_t nw = ow + g.pad_lo[2] - kw * g.dil[2];
-                                    if (nw < 0 || nw % g.stride[2] || nw / g.stride[2] >= g.in[2]) continue;
-                                    const int64_t i = ((nd / g.stride[0]) * g.in[1] + nh / g.stride[1]) * g.in[2] + nw / g.stride[2];
-                                    acc += (static_cast<TA>(xc[i]) - s.zp_x) * static_cast<TA>(wc[(kd * g.k[1] + kh) * g.k[2] + kw]);
-                                }
-                            }
-                        }
-                    }
-                    total += static_cast<int64_t>(acc) * s.p.block_mult[c * s.p.blocks + (s.p.blockwise() ? j : 0)];
-                    y[bc * plane + (od * g.out[1] + oh) * g.out[2] + ow] =
-                        static_cast<TY>(s.p.out(c, s.p.sign * total + s.p.bias[c]));
-                }
-    });
-}
-
-// Fast path (weights not block-wise): each input pixel scatters into the outputs its taps reach, so
-// no tap tests a stride remainder. Integer sums are exact in any order and every partial sum is
-// within the same (N10) bound, so the bytes equal the reference loops'.
-template <class TA, class TX, class TY>
-void conv_transpose_scatter(const TransposeState& s, const TX* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), plane = g.out_plane();
-    parallel_for(ctx, g.batch * g.out_ch, [&](int64_t bc) {
-        const int64_t b = bc / g.out_ch, c = bc % g.out_ch, grp = c / mg, m = c % mg;
-        std::vector<TA> acc(static_cast<size_t>(plane), 0);
-        for (int64_t ci = grp * cg; ci < (grp + 1) * cg; ++ci) {
-            const TX* xc = x + (b * g.in_ch + ci) * g.in_plane();
-            const int16_t* wc = s.w.data() + (ci * mg + m) * taps;
-            for (int64_t id = 0; id < g.in[0]; ++id)
-                for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-                    const int64_t od = id * g.stride[0] - g.pad_lo[0] + kd * g.dil[0];
-                    if (od < 0 || od >= g.out[0]) continue;
-                    for (int64_t ih = 0; ih < g.in[1]; ++ih)
-                        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                            const int64_t oh = ih * g.stride[1] - g.pad_lo[1] + kh * g.dil[1];
-                            if (oh < 0 || oh >= g.out[1]) continue;
-                            const TX* xrow = xc + (id * g.in[1] + ih) * g.in[2];
-                            const int16_t* wrow = wc + (kd * g.k[1] + kh) * g.k[2];
-                            TA* arow = acc.data() + (od * g.out[1] + oh) * g.out[2];
-                            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                                const TA wv = wrow[kw];
-                                // the input columns whose output column lands inside the row
-                                const int64_t shift = kw * g.dil[2] - g.pad_lo[2], st = g.stride[2];
-                                const int64_t lo = shift >= 0 ? 0 : (-shift + st - 1) / st;
-                                const int64_t hi = std::min(g.in[2], (g.out[2] - shift + st - 1) / st);
-                                if (wv == 0 || lo >= hi) continue;
-                                TA* dst = arow + lo * st + shift;
-                                for (int64_t iw = lo; iw < hi; ++iw, dst += st)
-                                    *dst += (static_cast<TA>(xrow[iw]) - s.zp_x) * wv;
-                            }
-                        }
-                }
-        }
-        const int64_t mult = s.p.block_mult[c * s.p.blocks];
-        for (int64_t o = 0; o < plane; ++o)
-            y[bc * plane + o] = static_cast<TY>(s.p.out(c, s.p.sign * (static_cast<int64_t>(acc[o]) * mult) + s.p.bias[c]));
-    });
-}
-
-bool prepare_conv_transpose(Node& n, std::string& err) {
-    if (!check_operands(n, err)) return false;
-    TransposeState& s = n.make_state<TransposeState>();
-    Geometry& g = s.g;
-    if (!read_geometry(n, g, err)) return false;
-    const Tensor* w = n.in[1];
-    if (w->dim(0) != g.in_ch || w->dim(1) != g.mg()) {
-        err = "channels do not fit the weight shape and group";
-        return false;
-    }
-    int32_t wmax = 0;
-    if (!unpack_weight(w, s.w, wmax, err)) return false;
-    if (w->encoding.block_axis >= 0 && w->encoding.block_axis != 0) {
-        err = "a block-wise ConvTranspose weight must be blocked along its input channels (axis 0)";
-        return false;
-    }
-    if (!read_channel_params(n, g.out_ch, w, n.input(2), s.p, err)) return false;
-    s.zp_x = zero_point(*n.in[0]);
-    if (!check_total_bound(s.p, operand_max(*n.in[0]), wmax, g.cg() * g.taps(), err)) return false;
-    const int64_t block = s.p.blockwise() ? std::min(s.p.block_size, g.cg()) : g.cg();
-    s.acc32 = fits_int32(operand_max(*n.in[0]), wmax, block * g.taps());
-    s.scatter = !s.p.blockwise() && !force_reference();
-    return true;
-}
-
-void run_conv_transpose(Node& n, const ExecContext& ctx) {
-    const TransposeState& s = n.state_as<TransposeState>();
-    with_act_types(n, [&](auto tx, auto ty) {
-        using TX = decltype(tx);
-        using TY = decltype(ty);
-        const TX* x = n.in[0]->in<TX>();
-        TY* y = n.out[0]->out<TY>();
-        if (s.scatter && s.acc32) conv_transpose_scatter<int32_t>(s, x, y, ctx);
-        else if (s.scatter) conv_transpose_scatter<int64_t>(s, x, y, ctx);
-        else if (s.acc32) conv_transpose_ref<int32_t>(s, x, y, ctx);
-        else conv_transpose_ref<int64_t>(s, x, y, ctx);
-    });
-}
-
 const Kernel kKernels[] = {
     {"Conv", prepare_conv, run_conv},
-    {"ConvTranspose", prepare_conv_transpose, run_conv_transpose},
 };
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace qnnb {
 namespace npu {
 extern const KernelTable kNpuElementwiseKernels;
 extern const KernelTable kNpuLutKernels;
-extern const KernelTable kNpuConvKernels;    // (N10)-(N15): Conv, ConvTranspose
+extern const KernelTable kNpuConvKernels;           // (N10)-(N11), (N15): Conv
+extern const KernelTable kNpuConvTransposeKernels;  // (N12), (N15)
 extern const KernelTable kNpuMatmulKernels;  // (N13)-(N15): Gemm, MatMul
 extern const KernelTable kNpuConvertKernels;
 extern const KernelTable kNpuMovementKernels;  // docs/npu.md (N20)-(N23)
@@ -26,6 +27,7 @@ static const KernelTable* const kNpuFamilies[] = {
     &npu::kNpuElementwiseKernels,
     &npu::kNpuLutKernels,
     &npu::kNpuConvKernels,
+    &npu::kNpuConvTransposeKernels,
     &npu::kNpuMatmulKernels,
     &npu::kNpuConvertKernels,
     &npu::kNpuMovementKernels,
