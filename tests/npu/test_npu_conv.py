@@ -105,6 +105,7 @@ CONV_CASES = [
     ([2, 7, 13], [9, 7, 3], {"strides": [2], "dilations": [2], "pads": [3, 1]}),               # 1-D
     ([1, 3, 12, 12], [70, 3, 5, 5], {"strides": [2, 2], "pads": [2, 1, 2, 1]}),                # 3 input channels
     ([1, 16, 6, 5], [20, 16, 1, 1], {}),                                                       # pointwise
+    ([2, 1, 9, 11], [16, 1, 3, 3], {"pads": [1, 1, 1, 1]}),                                    # 1 input channel
 ]
 
 
@@ -158,6 +159,9 @@ TRANSPOSE_CASES = [
     ([1, 6, 5, 4], [6, 4, 3, 3], {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 0]}),
     ([2, 4, 4, 5], [4, 3, 2, 3], {"group": 2, "strides": [1, 2], "dilations": [2, 1], "pads": [0, 1, 1, 0]}),
     ([1, 5, 7], [5, 2, 4], {"strides": [3], "pads": [2, 1], "output_padding": [2]}),
+    ([2, 32, 5, 6], [32, 16, 2, 2], {"strides": [2, 2]}),                                  # the U-Net's upsampling
+    ([1, 9, 4, 3], [9, 70, 3, 3], {"strides": [2, 2], "pads": [1, 0, 0, 1]}),  # taps overlap; 2 channel blocks
+    ([1, 6, 3, 3, 2], [6, 3, 2, 3, 2], {"strides": [1, 2, 2], "dilations": [2, 1, 1]}),    # 3-D
 ]
 
 

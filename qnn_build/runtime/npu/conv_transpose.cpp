@@ -1,4 +1,9 @@
-// Integer ConvTranspose: docs/npu.md (N12), fast paths (N15).
+// Integer ConvTranspose: docs/npu.md (N12), fast paths (N15). Three ways, all giving the same bytes:
+//  - conv_transpose_ref: the gather loops of the equation (QNNB_NPU_REFERENCE=1, block-wise weights);
+//  - block (8-bit activations x 8/4-bit per-channel weights): one product per input pixel and
+//    (tap, output channel) column on the VNNI/dotprod block kernel, then each column added to the
+//    output position its tap reaches, then the vector requantization;
+//  - scatter (everything else): each input pixel scattered into the outputs its taps reach.
 #include <algorithm>
 #include <vector>
 
@@ -21,6 +26,16 @@ struct TransposeState {
     int32_t zp_x = 0;
     bool acc32 = true;
     bool scatter = false;  // the fast path below; block-wise weights and QNNB_NPU_REFERENCE take the loops
+    bool block = false;    // the block path
+    // block: pixels [in plane][group][cg4] (the cg4 − cg pad bytes stay 0); per group the weights
+    // as columns t · mg + m over K = cg; cols [group][in plane][cpad]: each pixel's column sums
+    // less zp_x · colsum; planes [group][channel block][out plane][64]: the output accumulators.
+    int64_t cg4 = 0, cpad = 0, mblocks = 0;
+    std::vector<uint8_t> pixels;
+    std::vector<VnniWeights> vw;
+    std::vector<VnniRequant> rq;  // per group: bias, multipliers
+    std::vector<int32_t> zpw;     // per group, per column: zp_x · colsum
+    std::vector<int32_t> cols, planes;
 };
 
 template <class TA, class TX, class TY>
@@ -110,6 +125,108 @@ void conv_transpose_scatter(const TransposeState& s, const TX* x, TY* y, const E
     });
 }
 
+// ---- block: columns on the VNNI/dotprod kernel, then col2im ----------------------------------------
+// Every column sum and every partial output sum is a sum of at most cg · taps products within the
+// (N10) bound checked at prepare, so int32 holds them exactly and the bytes equal the reference's.
+
+constexpr int64_t kPixelChunk = 16 * kVnniRows;  // input pixels per task
+
+void prepare_block(TransposeState& s) {
+    const Geometry& g = s.g;
+    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
+    s.cg4 = (cg + 3) / 4 * 4;
+    s.pixels.assign(static_cast<size_t>(g.in_plane() * g.group * s.cg4), 0);
+    s.vw.resize(static_cast<size_t>(g.group));
+    s.rq.resize(static_cast<size_t>(g.group));
+    s.mblocks = (mg + kVnniBlock - 1) / kVnniBlock;
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+        VnniWeights& vw = s.vw[static_cast<size_t>(grp)];
+        const int16_t* wg = s.w.data() + grp * cg * mg * taps;  // [ci][m][t]
+        pack_vnni(mg * taps, 1, cg, [&](int64_t col, int64_t, int64_t k) { return wg[(k * mg + col % mg) * taps + col / mg]; },
+                  vw);
+        s.cpad = vw.cblocks * kVnniBlock;
+        for (int64_t col = 0; col < s.cpad; ++col) s.zpw.push_back(s.zp_x * vw.colsum[static_cast<size_t>(col)]);
+        prepare_requant(s.p, grp * mg, std::vector<int64_t>(s.p.bias.begin() + grp * mg, s.p.bias.begin() + (grp + 1) * mg),
+                        false, s.rq[static_cast<size_t>(grp)]);
+    }
+    s.cols.assign(static_cast<size_t>(g.group * g.in_plane() * s.cpad), 0);
+    s.planes.assign(static_cast<size_t>(g.group * s.mblocks * g.out_plane() * kVnniBlock), 0);
+}
+
+// The output index along dim d that input index i reaches with tap k, or -1 outside the output.
+inline int64_t reach(const Geometry& g, int d, int64_t i, int64_t k) {
+    const int64_t o = i * g.stride[d] - g.pad_lo[d] + k * g.dil[d];
+    return o >= 0 && o < g.out[d] ? o : -1;
+}
+
+template <class TY>
+void run_block(TransposeState& s, const uint8_t* x, TY* y, const ExecContext& ctx) {
+    const Geometry& g = s.g;
+    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), in_plane = g.in_plane(), plane = g.out_plane();
+    const int64_t chunks = (in_plane + kPixelChunk - 1) / kPixelChunk, pixel = g.group * s.cg4;
+    const int64_t zero_tap = 0;
+    for (int64_t b = 0; b < g.batch; ++b) {
+        const uint8_t* xb = x + b * g.in_ch * in_plane;
+        parallel_for(ctx, g.in_ch, [&](int64_t ci) {
+            uint8_t* dst = s.pixels.data() + (ci / cg) * s.cg4 + ci % cg;
+            const uint8_t* src = xb + ci * in_plane;
+            for (int64_t p = 0; p < in_plane; ++p) dst[p * pixel] = src[p];
+        });
+        parallel_for(ctx, g.group * chunks, [&](int64_t task) {
+            const int64_t grp = task / chunks, p0 = (task % chunks) * kPixelChunk;
+            const int64_t count = std::min(kPixelChunk, in_plane - p0);
+            const VnniWeights& vw = s.vw[static_cast<size_t>(grp)];
+            const int32_t* zpw = s.zpw.data() + grp * s.cpad;
+            alignas(64) int32_t acc[kVnniRows * kVnniBlock];
+            for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
+                const int64_t rn = std::min<int64_t>(kVnniRows, count - r0);
+                const uint8_t* rows[kVnniRows];
+                for (int r = 0; r < kVnniRows; ++r)
+                    rows[r] = s.pixels.data() + (p0 + r0 + std::min<int64_t>(r, rn - 1)) * pixel + grp * s.cg4;
+                for (int64_t cb = 0; cb < vw.cblocks; ++cb) {
+                    vnni_block(vw, cb, rows, &zero_tap, acc);
+                    const int64_t width = 16 * vw.vectors(cb);
+                    for (int64_t r = 0; r < rn; ++r) {
+                        int32_t* col = s.cols.data() + (grp * in_plane + p0 + r0 + r) * s.cpad + cb * kVnniBlock;
+                        for (int64_t i = 0; i < width; ++i) col[i] = acc[r * kVnniBlock + i] - zpw[cb * kVnniBlock + i];
+                    }
+                }
+            }
+        });
+        parallel_for(ctx, g.group * s.mblocks, [&](int64_t task) {
+            const int64_t grp = task / s.mblocks, m0 = (task % s.mblocks) * kVnniBlock;
+            const int64_t mn = std::min<int64_t>(kVnniBlock, mg - m0);
+            int32_t* acc = s.planes.data() + task * plane * kVnniBlock;
+            std::fill(acc, acc + plane * kVnniBlock, 0);
+            for (int64_t id = 0; id < g.in[0]; ++id)
+                for (int64_t ih = 0; ih < g.in[1]; ++ih)
+                    for (int64_t iw = 0; iw < g.in[2]; ++iw) {
+                        const int64_t p = (id * g.in[1] + ih) * g.in[2] + iw;
+                        const int32_t* col = s.cols.data() + (grp * in_plane + p) * s.cpad + m0;
+                        for (int64_t kd = 0, t = 0; kd < g.k[0]; ++kd)
+                            for (int64_t kh = 0; kh < g.k[1]; ++kh)
+                                for (int64_t kw = 0; kw < g.k[2]; ++kw, ++t) {
+                                    const int64_t od = reach(g, 0, id, kd), oh = reach(g, 1, ih, kh), ow = reach(g, 2, iw, kw);
+                                    if (od < 0 || oh < 0 || ow < 0) continue;
+                                    int32_t* dst = acc + ((od * g.out[1] + oh) * g.out[2] + ow) * kVnniBlock;
+                                    const int32_t* src = col + t * mg;
+                                    for (int64_t i = 0; i < mn; ++i) dst[i] += src[i];
+                                }
+                    }
+            const VnniRequant& rq = s.rq[static_cast<size_t>(grp)];
+            const int vectors = static_cast<int>((mn + 15) / 16);
+            alignas(64) int32_t q[kVnniRows * kVnniBlock];
+            TY* yg = y + (b * g.out_ch + grp * mg + m0) * plane;
+            for (int64_t o0 = 0; o0 < plane; o0 += kVnniRows) {
+                const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, plane - o0));
+                vnni_requant(rq, m0, vectors, acc + o0 * kVnniBlock, rn, q);  // (N2)-(N3)
+                for (int64_t i = 0; i < mn; ++i)
+                    for (int r = 0; r < rn; ++r) yg[i * plane + o0 + r] = static_cast<TY>(q[r * kVnniBlock + i]);
+            }
+        });
+    }
+}
+
 bool prepare_conv_transpose(Node& n, std::string& err) {
     if (!check_operands(n, err)) return false;
     TransposeState& s = n.make_state<TransposeState>();
@@ -132,16 +249,22 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
     const int64_t block = s.p.blockwise() ? std::min(s.p.block_size, g.cg()) : g.cg();
     s.acc32 = fits_int32(operand_max(*n.in[0]), wmax, block * g.taps());
     s.scatter = !s.p.blockwise() && !force_reference();
+    s.block = QNNB_NPU_BLOCK && s.scatter && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && s.p.sign == 1 &&
+              fits_int32(255, 128, g.cg() * g.taps());
+    if (s.block) prepare_block(s);
     return true;
 }
 
 void run_conv_transpose(Node& n, const ExecContext& ctx) {
-    const TransposeState& s = n.state_as<TransposeState>();
+    TransposeState& s = n.state_as<TransposeState>();
     with_act_types(n, [&](auto tx, auto ty) {
         using TX = decltype(tx);
         using TY = decltype(ty);
         const TX* x = n.in[0]->in<TX>();
         TY* y = n.out[0]->out<TY>();
+        if constexpr (sizeof(TX) == 1) {
+            if (s.block) return run_block(s, x, y, ctx);
+        }
         if (s.scatter && s.acc32) conv_transpose_scatter<int32_t>(s, x, y, ctx);
         else if (s.scatter) conv_transpose_scatter<int64_t>(s, x, y, ctx);
         else if (s.acc32) conv_transpose_ref<int32_t>(s, x, y, ctx);
