@@ -6,8 +6,9 @@
 //   total = sum_j block_mult[c][j] · acc_j + bias[c];  q_y = clamp(requantize(total) + zp_y)
 // Three ways to compute it, all giving the same bytes:
 //  - conv_ref: the plain loops of the equation (QNNB_NPU_REFERENCE=1 at prepare selects it);
-//  - vnni (8-bit activations x 8/4-bit per-channel weights, more than one input channel per
-//    group): the input as zero-point-padded pixels [D][H][W][group][channel padded to 4], each
+//  - vnni (8-bit activations x 8/4-bit per-channel weights; not depthwise: more than one input
+//    channel per group, or one group, where a lone channel padded to 4 still beats the direct
+//    loops): the input as zero-point-padded pixels [D][H][W][group][channel padded to 4], each
 //    output position's window read in place (no im2col), weights packed once at prepare for
 //    _mm512_dpbusd_epi32 (u8 x s8 -> s32), zp_x · sum(w) subtracted per channel;
 //  - direct (everything else, depthwise included): x − zp_x into a zero-padded buffer once per
@@ -362,7 +363,7 @@ bool prepare_conv(Node& n, std::string& err) {
     s.acc32 = fits_int32(x_max, wmax, s.block * g.taps());
     for (int d = 0; d < 3; ++d) s.pd[d] = padded_extent(g, d);
     const bool vnni = QNNB_NPU_BLOCK && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && !s.p.blockwise() &&
-                      s.p.sign == 1 && g.cg() > 1 && fits_int32(255, 128, g.cg() * g.taps());
+                      s.p.sign == 1 && (g.cg() > 1 || g.group == 1) && fits_int32(255, 128, g.cg() * g.taps());
     if (force_reference()) {
         s.path = Path::Reference;
     } else if (vnni) {
