@@ -1,6 +1,7 @@
 """ctypes binding to libqnnb: compose a model library into a backend, finalize, execute."""
 
 import ctypes
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -13,6 +14,9 @@ from onnx import helper
 from ..errors import QnnBuildError, RuntimeFailure
 
 QNNB_MAX_RANK = 8
+# Inputs and outputs up to this size go through buffers made once, whose addresses the pointer
+# arrays already hold: copying that little costs less than asking numpy for an array's address.
+_STAGED_BYTES = 1 << 14
 _COMPOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
 
@@ -99,6 +103,7 @@ class Model:
         self.inputs = self._io(False)
         self.outputs = self._io(True)
         self._check(self._rt.qnnb_graph_finalize(self._graph), "finalize")
+        self._bind_io()
         t3 = time.perf_counter()
         self.timings = {"load_us": (t1 - t0) * 1e6, "compose_us": (t2 - t1) * 1e6, "finalize_us": (t3 - t2) * 1e6}
 
@@ -128,6 +133,7 @@ class Model:
         self.timings = {"retrieve_us": (time.perf_counter() - t0) * 1e6}
         self.inputs = self._io(False)
         self.outputs = self._io(True)
+        self._bind_io()
 
     def context_binary(self, target: str | None = None) -> bytes:
         """This finalized graph's context binary, for this runtime or for the target whose context
@@ -164,21 +170,48 @@ class Model:
                               tuple(dims[: rank.value])))
         return out
 
+    def _bind_io(self) -> None:
+        """What run() needs, made once: the pointer arrays execute takes and, per input and output,
+        its size and (when small) its buffer, whose address the pointer array holds."""
+        self._in_ptrs = (ctypes.c_void_p * max(len(self.inputs), 1))()
+        self._out_ptrs = (ctypes.c_void_p * len(self.outputs))()
+        self._in_plan, self._out_plan = [], []
+        for ptrs, infos, plan in ((self._in_ptrs, self.inputs, self._in_plan),
+                                  (self._out_ptrs, self.outputs, self._out_plan)):
+            for i, info in enumerate(infos):
+                size = math.prod(info.shape)
+                buf = np.zeros(info.shape, info.dtype) if size * info.dtype.itemsize <= _STAGED_BYTES else None
+                if buf is not None:
+                    ptrs[i] = buf.ctypes.data
+                plan.append((info.name, info.dtype, info.shape, size, buf))
+        self._execute = self._rt.qnnb_graph_execute
+
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Execute once. Inputs are converted to each input's dtype and must have its size."""
-        arrays = []
-        for info in self.inputs:
-            if info.name not in feeds:
-                raise QnnBuildError(f"missing input '{info.name}'")
-            a = np.ascontiguousarray(feeds[info.name], dtype=info.dtype)
-            if a.size != int(np.prod(info.shape)):
-                raise QnnBuildError(f"input '{info.name}' has {a.size} elements; expected shape {list(info.shape)}")
-            arrays.append(a)
-        outs = [np.empty(o.shape, o.dtype) for o in self.outputs]
-        in_ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-        out_ptrs = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
-        self._check(self._rt.qnnb_graph_execute(self._graph, in_ptrs, out_ptrs), "execute")
-        return {o.name: arr for o, arr in zip(self.outputs, outs)}
+        large = []  # inputs passed in place, alive until execute returns
+        for i, (name, dtype, shape, size, buf) in enumerate(self._in_plan):
+            if name not in feeds:
+                raise QnnBuildError(f"missing input '{name}'")
+            a = np.asarray(feeds[name]) if buf is not None else np.ascontiguousarray(feeds[name], dtype=dtype)
+            if a.size != size:
+                raise QnnBuildError(f"input '{name}' has {a.size} elements; expected shape {list(shape)}")
+            if buf is not None:
+                buf[...] = a if a.shape == shape else a.reshape(shape)  # converts to dtype
+            else:
+                self._in_ptrs[i] = a.ctypes.data
+                large.append(a)
+        outs = []
+        for i, (_, dtype, shape, _, buf) in enumerate(self._out_plan):
+            if buf is None:
+                buf = np.empty(shape, dtype)
+                self._out_ptrs[i] = buf.ctypes.data
+            outs.append(buf)
+        status = self._execute(self._graph, self._in_ptrs, self._out_ptrs)
+        if status != 0:
+            self._check(status, "execute")
+        # a staged output's buffer is reused by the next run: the caller gets a copy
+        return {name: (out.copy() if staged is not None else out)
+                for (name, _, _, _, staged), out in zip(self._out_plan, outs)}
 
     def tensors(self, float_only: bool = True) -> dict[str, np.ndarray]:
         """Every activation after the last execute, as stored (a copy). Needs keep_tensors=True.
