@@ -517,6 +517,34 @@ def test_min_max(tmp_path, op, precision, const_b):
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max"])
+@pytest.mark.parametrize("const_first", [False, True])
+def test_one_element_constant_operand(tmp_path, op, precision, const_first):
+    """An activation with a one-element constant (x + 1, x / 1.41): at 8 bits a table of the
+    activation's code, the same integers as the element loops."""
+    rng = np.random.default_rng(len(op) + 2 * const_first)
+    c_val = np.array([1.3 if op != "Max" else 0.4], np.float32).reshape([1, 1] if const_first else [])
+    names = ["c", "a"] if const_first else ["a", "c"]
+    path = make_model(tmp_path, [helper.make_node(op, names, ["y"])], [("a", F, [3, 2, 50])], ["y"], [("c", c_val)])
+    graph = quantized(path, precision, {"a": (-2.0, 3.0), "y": (-4.0, 6.0)}, rng=rng)
+    feeds = {"a": uniform(rng, [3, 2, 50], -2.5, 3.5)}
+    qa, tc = q_in(graph, feeds, "a"), graph.tensor("c")
+    qc = tc.const.astype(np.int64).reshape(-1)  # 1-D: the golden model's requantize wants arrays
+    operands = (qc, qa, tc.encoding, enc_of(graph, "a")) if const_first else (qa, qc, enc_of(graph, "a"), tc.encoding)
+    attrs = node_of(graph, op).attrs
+    if op in ("Add", "Sub"):
+        expected = golden.add_sub(*operands, enc_of(graph, "y"), attrs, subtract=op == "Sub")
+    elif op == "Mul":
+        expected = golden.mul(*operands, enc_of(graph, "y"), attrs)
+    elif op == "Div":
+        expected = gm.div(*operands, enc_of(graph, "y"), attrs)
+    else:
+        expected = gm.min_max(*operands, enc_of(graph, "y"), attrs, True)
+    check(tmp_path, graph, feeds, {"y": np.broadcast_to(expected, [3, 2, 50])}, f"{op}{precision}{const_first}",
+          cpu_tolerance=None)
+
+
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 def test_where(tmp_path, precision):
     rng = np.random.default_rng(2)
     node = helper.make_node("Where", ["c", "a", "b"], ["y"])

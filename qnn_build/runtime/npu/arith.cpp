@@ -20,6 +20,10 @@ struct ArithState {
     int32_t zp[3] = {0, 0, 0};      // of the broadcast inputs (Where: the condition's is unused)
     int32_t zp_y = 0, qmax = 0, div_shift = 0;
     int32_t mult[2] = {0, 0}, shift[2] = {0, 0};
+    // Div, Min, Max, PRelu of an 8-bit activation and a one-element constant (x / 1.41): y is a
+    // function of x's code, tabulated at prepare by the same row loop. `varying`: x's input index.
+    int varying = -1;
+    std::vector<int32_t> table;
 };
 
 using misc::floor_div;
@@ -33,6 +37,8 @@ inline int64_t div_round(int64_t n, int64_t d) {
     }
     return floor_div(2 * n + d, 2 * d);  // |n| < 2^61
 }
+
+void tabulate(Node& n, ArithState& s);
 
 bool prepare_arith(Node& n, std::string& err) {
     if (misc::refused(n, err)) return false;
@@ -63,6 +69,7 @@ bool prepare_arith(Node& n, std::string& err) {
         err = "npu_div_shift out of range";
         return false;
     }
+    tabulate(n, s);
     return true;
 }
 
@@ -101,6 +108,34 @@ void binary_rows(const ArithState& s, const TA* a, const TB* b, TY* y, const Exe
     });
 }
 
+// The table of an 8-bit activation x with a one-element constant c (output of x's size, so in x's
+// order): entry q is binary_rows on the codes q and c, one row of 256.
+void tabulate(Node& n, ArithState& s) {
+    if (s.op == Op::kWhere) return;
+    for (int v = 0; v < 2; ++v) {
+        const Tensor *x = n.in[v], *c = n.in[1 - v];
+        if (x->is_const() || x->dtype != QNNB_UINT8 || !c->is_const() || c->numel() != 1 ||
+            n.out[0]->numel() != x->numel())
+            continue;
+        uint8_t codes[256];
+        for (int q = 0; q < 256; ++q) codes[q] = static_cast<uint8_t>(q);
+        ArithState row = s;  // the same arithmetic over one row: x's codes against c
+        row.plan = BroadcastPlan();
+        row.plan.inner = 256;
+        row.plan.inner_stride = {v == 0 ? 1 : 0, v == 0 ? 0 : 1};
+        row.plan.outer_strides.assign(2, {});
+        s.table.resize(256);
+        ExecContext one;
+        with_int_type(c->dtype, [&](auto tc) {
+            using TC = decltype(tc);
+            if (v == 0) binary_rows(row, codes, c->in<TC>(), s.table.data(), one);
+            else binary_rows(row, c->in<TC>(), codes, s.table.data(), one);
+        });
+        s.varying = v;
+        return;
+    }
+}
+
 template <class TA, class TB, class TY>
 void where_rows(const ArithState& s, const uint8_t* c, const TA* a, const TB* b, TY* y, const ExecContext& ctx) {
     const BroadcastPlan& p = s.plan;
@@ -119,8 +154,24 @@ void where_rows(const ArithState& s, const uint8_t* c, const TA* a, const TB* b,
     });
 }
 
+constexpr int64_t kChunk = 16384;
+
 void run_arith(Node& n, const ExecContext& ctx) {
     const ArithState& s = n.state_as<ArithState>();
+    if (s.varying >= 0) {
+        const uint8_t* x = n.in[s.varying]->in<uint8_t>();
+        const int64_t total = n.out[0]->numel();
+        const int32_t* table = s.table.data();
+        with_int_type(n.out[0]->dtype, [&](auto ty) {
+            using TY = decltype(ty);
+            TY* y = n.out[0]->out<TY>();
+            parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
+                const int64_t end = std::min(total, (c + 1) * kChunk);
+                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(table[x[i]]);
+            });
+        });
+        return;
+    }
     const size_t first = s.op == Op::kWhere ? 1 : 0;
     with_int_type(n.in[first]->dtype, [&](auto ta) {
         with_int_type(n.in[first + 1]->dtype, [&](auto tb) {
@@ -179,8 +230,6 @@ bool prepare_pow(Node& n, std::string& err) {
     }
     return true;
 }
-
-constexpr int64_t kChunk = 16384;
 
 void run_pow(Node& n, const ExecContext& ctx) {
     const PowState& s = n.state_as<PowState>();
