@@ -211,7 +211,7 @@ void conv_direct_item(const ConvState& s, const TS* xs, TY* yb, const ExecContex
             }
             TY* out = yb + c * plane + row * g.out[2] + ow0;
             const int64_t bias = s.p.bias[c];
-            for (int64_t i = 0; i < len; ++i) out[i] = static_cast<TY>(s.p.out(c, s.p.sign * total[i] + bias));
+            for (int64_t i = 0; i < len; ++i) out[i] = static_cast<TY>(s.p.out_fast(c, s.p.sign * total[i] + bias));
         }
     });
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "misc.h"
 #include "npu.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
@@ -42,6 +43,10 @@ struct ChannelParams {
     bool blockwise() const { return block_size > 0; }
     int32_t out(int64_t c, int64_t total) const {
         return requantize_out(total, mult[c], shift[c], zp_y, qmax);
+    }
+    // The same result in int64 arithmetic where that is exact (misc::requantize_fast): for the fast paths.
+    int32_t out_fast(int64_t c, int64_t total) const {
+        return misc::requantize_out_fast(total, mult[c], shift[c], zp_y, qmax);
     }
 };
 

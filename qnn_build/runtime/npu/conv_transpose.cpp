@@ -121,7 +121,7 @@ void conv_transpose_scatter(const TransposeState& s, const TX* x, TY* y, const E
         }
         const int64_t mult = s.p.block_mult[c * s.p.blocks];
         for (int64_t o = 0; o < plane; ++o)
-            y[bc * plane + o] = static_cast<TY>(s.p.out(c, s.p.sign * (static_cast<int64_t>(acc[o]) * mult) + s.p.bias[c]));
+            y[bc * plane + o] = static_cast<TY>(s.p.out_fast(c, s.p.sign * (static_cast<int64_t>(acc[o]) * mult) + s.p.bias[c]));
     });
 }
 

@@ -142,7 +142,7 @@ void product_rows(const ProductState& s, const XA* a, const XB* b, TY* y, const 
             }
         }
         TY* yi = y + s.y_off[bt] + i * s.n + j0;
-        for (int64_t j = 0; j < len; ++j) yi[j] = static_cast<TY>(s.p.out(j0 + j, s.p.sign * total[j] + s.p.bias[j0 + j]));
+        for (int64_t j = 0; j < len; ++j) yi[j] = static_cast<TY>(s.p.out_fast(j0 + j, s.p.sign * total[j] + s.p.bias[j0 + j]));
     });
 }
 
