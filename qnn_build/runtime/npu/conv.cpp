@@ -4,15 +4,17 @@
 //   acc_j = sum over input channels ci of block j (all of the group's when not block-wise) and
 //           taps t of (x[ci][o·s − pad + t·d] − zp_x) · w[c][ci][t]  (padding: x = zp_x, adds 0)
 //   total = sum_j block_mult[c][j] · acc_j + bias[c];  q_y = clamp(requantize(total) + zp_y)
-// Three ways to compute it, all giving the same bytes:
+// Four ways to compute it, all giving the same bytes:
 //  - conv_ref: the plain loops of the equation (QNNB_NPU_REFERENCE=1 at prepare selects it);
 //  - vnni (8-bit activations x 8/4-bit per-channel weights; not depthwise: more than one input
 //    channel per group, or one group, where a lone channel padded to 4 still beats the direct
 //    loops): the input as zero-point-padded pixels [D][H][W][group][channel padded to 4], each
 //    output position's window read in place (no im2col), weights packed once at prepare for
 //    _mm512_dpbusd_epi32 (u8 x s8 -> s32), zp_x · sum(w) subtracted per channel;
-//  - direct (everything else, depthwise included): x − zp_x into a zero-padded buffer once per
-//    batch item, then per output row vectorisable multiply-accumulate loops over the taps.
+//  - depthwise (8-bit activations, one input and one output channel per group): channels
+//    innermost, conv_depthwise.h;
+//  - direct (everything else): x − zp_x into a zero-padded buffer once per batch item, then per
+//    output row vectorisable multiply-accumulate loops over the taps.
 // Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D (conv_geometry.h).
 #include <algorithm>
 #include <cstring>
@@ -20,6 +22,7 @@
 
 #include "../core/parallel.h"
 #include "conv_common.h"
+#include "conv_depthwise.h"
 #include "conv_geometry.h"
 
 namespace qnnb {
@@ -86,7 +89,7 @@ bool check_operands(const Node& n, std::string& err) {
 
 namespace {
 
-enum class Path { Reference, Direct, Vnni };
+enum class Path { Reference, Direct, Vnni, Depthwise };
 
 struct ConvState {
     Geometry g;
@@ -105,6 +108,7 @@ struct ConvState {
     std::vector<VnniWeights> vw;      // per group
     std::vector<int64_t> tap_off;     // per tap, bytes from a window origin
     std::vector<VnniRequant> rq;      // per group: bias − zp_x · sum(w), multipliers
+    DepthwiseConv dw;                 // depthwise (conv_depthwise.h)
 };
 
 // Padded extent of one dim: every index a window reads (o · s + t · d for the output range),
@@ -369,6 +373,8 @@ bool prepare_conv(Node& n, std::string& err) {
     } else if (vnni) {
         s.path = Path::Vnni;
         prepare_vnni(s);
+    } else if (n.in[0]->dtype == QNNB_UINT8 && prepare_depthwise(g, s.pd, s.p, s.w, wmax, s.zp_x, s.dw)) {
+        s.path = Path::Depthwise;
     } else {
         s.path = Path::Direct;
         const int64_t elems = g.in_ch * s.pd[0] * s.pd[1] * s.pd[2];
@@ -385,6 +391,9 @@ void run_conv(Node& n, const ExecContext& ctx) {
         switch (s.path) {
             case Path::Vnni:
                 if constexpr (sizeof(TX) == 1) run_vnni<TY>(n, s, ctx);
+                break;
+            case Path::Depthwise:
+                if constexpr (sizeof(TX) == 1) run_depthwise(s.dw, n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(), sizeof(TY) == 1, ctx);
                 break;
             case Path::Direct: run_direct<TX, TY>(n, s, ctx); break;
             default:

@@ -1,0 +1,92 @@
+// Depthwise Conv on 8-bit activations, channels innermost: conv_depthwise.h. Each output is the
+// same integer sum as the reference loops' (integer adds in any order, within the (N10) int32
+// bound checked at prepare) and goes through the block paths' requantization, so the bytes match.
+#include "conv_depthwise.h"
+
+#include <algorithm>
+
+#include "../core/parallel.h"
+
+namespace qnnb {
+namespace npu {
+namespace {
+
+constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
+
+template <class TY>
+void run_typed(DepthwiseConv& dw, const uint8_t* x, TY* y, const ExecContext& ctx) {
+    const Geometry& g = dw.g;
+    const int64_t ch = g.out_ch, plane = g.out_plane(), in_plane = g.in_plane(), taps = g.taps();
+    const int64_t cblocks = dw.cpad / kVnniBlock, chunks = (plane + kPositionChunk - 1) / kPositionChunk;
+    for (int64_t b = 0; b < g.batch; ++b) {
+        const uint8_t* xb = x + b * ch * in_plane;
+        // The input's pixels (the padding stays 0 from prepare).
+        parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
+            const int64_t id = r / g.in[1], ih = r % g.in[1];
+            int16_t* row = dw.x.data() + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.cpad;
+            const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
+            for (int64_t c = 0; c < ch; ++c)
+                for (int64_t iw = 0; iw < g.in[2]; ++iw)
+                    row[iw * dw.cpad + c] = static_cast<int16_t>(src[c * in_plane + iw] - dw.zp_x);
+        });
+        TY* yb = y + b * ch * plane;
+        parallel_for(ctx, cblocks * chunks, [&](int64_t task) {
+            const int64_t cb = task / chunks, p0 = (task % chunks) * kPositionChunk;
+            const int64_t count = std::min(kPositionChunk, plane - p0);
+            const int64_t c0 = cb * kVnniBlock, cn = std::min<int64_t>(kVnniBlock, ch - c0);
+            const int vectors = static_cast<int>((cn + 15) / 16);
+            const int64_t width = 16 * vectors;
+            alignas(64) int32_t acc[kVnniRows * kVnniBlock], q[kVnniRows * kVnniBlock];
+            for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
+                const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, count - r0));
+                for (int r = 0; r < rn; ++r) {
+                    const int64_t p = p0 + r0 + r, ow = p % g.out[2], oh = (p / g.out[2]) % g.out[1],
+                                  od = p / (g.out[2] * g.out[1]);
+                    const int64_t origin = (od * g.stride[0] * dw.pd[1] + oh * g.stride[1]) * dw.pd[2] + ow * g.stride[2];
+                    int32_t* a = acc + r * kVnniBlock;
+                    for (int64_t i = 0; i < width; ++i) a[i] = 0;
+                    for (int64_t t = 0; t < taps; ++t) {
+                        const int16_t* xs = dw.x.data() + (origin + dw.tap_off[t]) * dw.cpad + c0;
+                        const int32_t* wt = dw.w.data() + t * dw.cpad + c0;
+                        for (int64_t i = 0; i < width; ++i) a[i] += xs[i] * wt[i];
+                    }
+                }
+                vnni_requant(dw.rq, c0, vectors, acc, rn, q);  // (N2)-(N3)
+                for (int64_t i = 0; i < cn; ++i)
+                    for (int r = 0; r < rn; ++r) yb[(c0 + i) * plane + p0 + r0 + r] = static_cast<TY>(q[r * kVnniBlock + i]);
+            }
+        });
+    }
+}
+
+}  // namespace
+
+bool prepare_depthwise(const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
+                       int32_t wmax, int32_t zp_x, DepthwiseConv& dw) {
+    const int64_t taps = g.taps();
+    if (!QNNB_NPU_BLOCK || g.group != g.in_ch || g.out_ch != g.in_ch || p.blockwise() || p.sign != 1 ||
+        wmax > 128 || !fits_int32(255, 128, taps))
+        return false;
+    dw.g = g;
+    std::copy(pd, pd + 3, dw.pd);
+    dw.zp_x = zp_x;
+    dw.cpad = (g.out_ch + kVnniBlock - 1) / kVnniBlock * kVnniBlock;
+    dw.x.assign(static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.cpad), 0);
+    dw.w.assign(static_cast<size_t>(taps * dw.cpad), 0);
+    for (int64_t c = 0; c < g.out_ch; ++c)
+        for (int64_t t = 0; t < taps; ++t) dw.w[static_cast<size_t>(t * dw.cpad + c)] = w[static_cast<size_t>(c * taps + t)];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+            for (int64_t kw = 0; kw < g.k[2]; ++kw)
+                dw.tap_off.push_back((kd * g.dil[0] * pd[1] + kh * g.dil[1]) * pd[2] + kw * g.dil[2]);
+    prepare_requant(p, 0, p.bias, false, dw.rq);
+    return true;
+}
+
+void run_depthwise(DepthwiseConv& dw, const uint8_t* x, void* y, bool y8, const ExecContext& ctx) {
+    if (y8) run_typed(dw, x, static_cast<uint8_t*>(y), ctx);
+    else run_typed(dw, x, static_cast<uint16_t*>(y), ctx);
+}
+
+}  // namespace npu
+}  // namespace qnnb
