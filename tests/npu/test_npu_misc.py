@@ -325,6 +325,8 @@ POOLS = [
     {"kernel_shape": [2, 3], "strides": [1, 2], "pads": [0, 1, 1, 0], "dilations": [2, 1]},
     {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1},
     {"kernel_shape": [4], "strides": [3], "pads": [2, 1]},
+    {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 0, 0]},
+    {"kernel_shape": [5, 4], "strides": [1, 1], "pads": [2, 1, 2, 2]},  # MaxPool: > 16 taps, separable passes
 ]
 
 

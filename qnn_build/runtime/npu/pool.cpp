@@ -205,8 +205,38 @@ const Acc* reduce_plane(const PoolState& s, const TX* x, std::vector<Acc>& buf) 
     return b1;
 }
 
+// Small windows: each output the max over its taps inside the input, read in place, with no
+// scratch planes (a max is the same in any order, so the bytes equal the separable passes').
+constexpr int64_t kDirectTaps = 16;
+
+template <class TX, class TY>
+void max_pool_direct(const PoolState& s, const TX* x, TY* y, const ExecContext& ctx) {
+    const Axis &ad = s.axis[0], &ah = s.axis[1], &aw = s.axis[2];
+    const int64_t in_plane = ad.in * ah.in * aw.in, out_plane = ad.out * ah.out * aw.out;
+    const int32_t* table = s.table.empty() ? nullptr : s.table.data();
+    parallel_for(ctx, s.planes, [&](int64_t p) {
+        const TX* xp = x + p * in_plane;
+        TY* yp = y + p * out_plane;
+        for (int64_t od = 0; od < ad.out; ++od)
+            for (int64_t oh = 0; oh < ah.out; ++oh)
+                for (int64_t ow = 0; ow < aw.out; ++ow) {
+                    int32_t m = -1;  // no tap inside the input: code 0 below, as in max_pool_typed
+                    for (int64_t td = ad.lo[od]; td < ad.hi[od]; ++td) {
+                        const int64_t id = od * ad.stride - ad.pad + td * ad.dil;
+                        for (int64_t th = ah.lo[oh]; th < ah.hi[oh]; ++th) {
+                            const TX* row = xp + (id * ah.in + oh * ah.stride - ah.pad + th * ah.dil) * aw.in;
+                            for (int64_t tw = aw.lo[ow]; tw < aw.hi[ow]; ++tw)
+                                m = std::max<int32_t>(m, row[ow * aw.stride - aw.pad + tw * aw.dil]);
+                        }
+                    }
+                    *yp++ = static_cast<TY>(m < 0 ? 0 : (table ? table[m] : m));
+                }
+    });
+}
+
 template <class TX, class TY>
 void max_pool_typed(const PoolState& s, const TX* x, TY* y, const ExecContext& ctx) {
+    if (s.volume <= kDirectTaps) return max_pool_direct(s, x, y, ctx);
     const int64_t in_plane = s.axis[0].in * s.axis[1].in * s.axis[2].in;
     const int64_t out_plane = s.axis[0].out * s.axis[1].out * s.axis[2].out;
     const int32_t* table = s.table.empty() ? nullptr : s.table.data();
