@@ -1,5 +1,6 @@
 // Integer Add, Sub, Mul with broadcasting: docs/npu.md (N4), (N5).
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "../core/broadcast.h"
@@ -19,12 +20,46 @@ struct BinaryState {
     // code, tabulated at prepare by the same row loop. `varying`: x's input index; -1 otherwise.
     int varying = -1;
     std::vector<int32_t> table;
+    // Two 8-bit operands whose every sum stays in int64 (checked at prepare): Add/Sub's terms
+    // requantize(v << left_shift) tabulated by code, and the last requantization's int64 form
+    // (v · fmult + fround) >> fshift, which is requantize() there (misc::requantize_fast).
+    bool narrow = false;
+    std::vector<int64_t> term_a, term_b;
+    int64_t fmult = 0, fround = 0, fshift = 1;
 };
 
 using misc::requantize_fast;
 
 template <int Op>
 void tabulate(Node& n, BinaryState& s);
+
+// BinaryState::narrow for two uint8 operands when the last requantization takes int64 arithmetic
+// for every pair of codes: |a term ± b term| (Mul: |va · vb| <= 255^2) below 2^31, t in [1, 62].
+template <int Op>
+void prepare_narrow(const Node& n, BinaryState& s) {
+    if (n.in[0]->dtype != QNNB_UINT8 || n.in[1]->dtype != QNNB_UINT8) return;
+    const int f = Op == 2 ? 0 : 2;
+    const int64_t t = 31 + static_cast<int64_t>(s.shift[f]);
+    if (t < 1 || t > 62) return;
+    int64_t bound = 255 * 255;
+    if (Op != 2) {
+        s.term_a.resize(256);
+        s.term_b.resize(256);
+        int64_t max_a = 0, max_b = 0;
+        for (int q = 0; q < 256; ++q) {
+            s.term_a[q] = requantize(static_cast<int64_t>(q - s.zp_a) << s.left_shift, s.mult[0], s.shift[0]);  // (N4)
+            s.term_b[q] = requantize(static_cast<int64_t>(q - s.zp_b) << s.left_shift, s.mult[1], s.shift[1]);
+            max_a = std::max(max_a, s.term_a[q] < 0 ? -s.term_a[q] : s.term_a[q]);
+            max_b = std::max(max_b, s.term_b[q] < 0 ? -s.term_b[q] : s.term_b[q]);
+        }
+        bound = max_a + max_b;
+    }
+    if (bound >= (int64_t{1} << 31)) return;
+    s.fmult = s.mult[f];
+    s.fshift = t;
+    s.fround = int64_t{1} << (t - 1);
+    s.narrow = true;
+}
 
 template <int Op>
 bool prepare_binary(Node& n, std::string& err) {
@@ -40,6 +75,7 @@ bool prepare_binary(Node& n, std::string& err) {
     if (!int_params(n, "npu_mult", k, s.mult, err) || !int_params(n, "npu_shift", k, s.shift, err)) return false;
     if (n.op != "Mul") s.left_shift = static_cast<int32_t>(n.params.i("npu_left_shift", 20));
     tabulate<Op>(n, s);
+    prepare_narrow<Op>(n, s);
     return true;
 }
 
@@ -86,6 +122,20 @@ void tabulate(Node& n, BinaryState& s) {
 
 constexpr int64_t kChunk = 16384;
 
+// binary_row for BinaryState::narrow: the same integers, without 128-bit arithmetic or branches.
+template <int Op, class TY>
+void narrow_row(const BinaryState& s, const uint8_t* a, int64_t sa, const uint8_t* b, int64_t sb, TY* y, int64_t n) {
+    const int64_t* ta = s.term_a.data();
+    const int64_t* tb = s.term_b.data();
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t v;
+        if (Op == 2) v = (static_cast<int64_t>(a[i * sa]) - s.zp_a) * (static_cast<int64_t>(b[i * sb]) - s.zp_b);  // (N5)
+        else v = Op == 0 ? ta[a[i * sa]] + tb[b[i * sb]] : ta[a[i * sa]] - tb[b[i * sb]];          // (N4)
+        const int64_t q = ((v * s.fmult + s.fround) >> s.fshift) + s.zp_y;
+        y[i] = static_cast<TY>(q < 0 ? 0 : (q > s.qmax ? s.qmax : q));
+    }
+}
+
 template <int Op>
 void run_binary(Node& n, const ExecContext& ctx) {
     const BinaryState& s = n.state_as<BinaryState>();
@@ -115,6 +165,11 @@ void run_binary(Node& n, const ExecContext& ctx) {
                 parallel_for(ctx, s.plan.outer, [&](int64_t row) {
                     int64_t off[2];
                     s.plan.offsets(row, off);
+                    if constexpr (sizeof(TA) == 1 && sizeof(TB) == 1 && !std::is_signed_v<TA> && !std::is_signed_v<TB>) {
+                        if (s.narrow)
+                            return narrow_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1],
+                                                  s.plan.inner_stride[1], y + row * s.plan.inner, s.plan.inner);
+                    }
                     binary_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1], s.plan.inner_stride[1],
                                    y + row * s.plan.inner, s.plan.inner);
                 });
