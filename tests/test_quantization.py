@@ -13,7 +13,7 @@ from qnn_build.codegen.weights import read_weights
 from qnn_build.convert import calibrate, convert
 from qnn_build.errors import QnnBuildError
 from qnn_build.quant import QuantOptions
-from qnn_build.quant.encoding import activation_encoding, fake_quantize
+from qnn_build.quant.encoding import activation_encoding, bias_encoding, fake_quantize, quantize, symmetric_encoding
 from qnn_build.runtime import load
 from qnn_build.toolchain import build_model_lib
 
@@ -173,3 +173,16 @@ def test_block_size_must_divide_the_input_dimension(model_dir, tmp_path):
 def test_missing_calibration_file(model_dir, tmp_path):
     with pytest.raises(QnnBuildError, match="calibration data not found"):
         convert(model_dir / "model.onnx", tmp_path / "o", precision="w8a8", calibration=tmp_path / "none.npz")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: symmetric_encoding(np.array([1e-42, 1.0]), 16, axis=0),       # a nearly dead weight channel
+    lambda: bias_encoding(1e-6, np.array([3e-41, 1e-3], np.float32), 0),   # its bias scale underflows
+    lambda: activation_encoding(0.0, 1e-44, 16),                           # a range narrower than a subnormal
+], ids=["weight", "bias", "activation"])
+def test_scales_never_underflow_to_zero(make):
+    enc = make()
+    assert enc.scales.dtype == np.float32 and float(enc.scales.min()) >= np.finfo(np.float32).tiny
+    with np.errstate(all="raise"):
+        q = quantize(np.full(enc.scales.shape, 0.5, np.float32), enc)
+    assert np.all((q >= enc.qmin) & (q <= enc.qmax))

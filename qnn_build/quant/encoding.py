@@ -27,6 +27,15 @@ class Encoding:
         return 2 ** (self.bitwidth - 1) - 1 if self.is_signed else 2 ** self.bitwidth - 1
 
 
+# The smallest scale stored: a positive scale below it would round to zero or a subnormal in
+# float32 (a dead weight channel times a small input scale), and quantizing would divide by zero.
+MIN_SCALE = float(np.finfo(np.float32).tiny)
+
+
+def _float32_scales(scales) -> np.ndarray:
+    return np.maximum(np.asarray(scales, np.float64), MIN_SCALE).astype(np.float32)
+
+
 def fp16_encoding() -> Encoding:
     return Encoding(16, True, np.zeros(0, np.float32), np.zeros(0, np.int32), is_float=True)
 
@@ -36,7 +45,7 @@ def activation_encoding(lo: float, hi: float, bits: int) -> Encoding:
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)             # (3)
     levels = 2 ** bits - 1
     scale = (hi - lo) / levels if hi > lo else 1.0                # (4)
-    scale = float(np.float32(scale))
+    scale = float(_float32_scales(scale))
     offset = int(np.round(lo / scale))                            # (5)
     return Encoding(bits, False, np.array([scale], np.float32), np.array([offset], np.int32),
                     mins=np.array([scale * offset]), maxs=np.array([scale * (offset + levels)]))
@@ -47,7 +56,7 @@ def symmetric_encoding(absmax: np.ndarray, bits: int, axis: int = -1, block_axis
     """Signed symmetric encoding, one scale per entry of `absmax`: equation (6)."""
     absmax = np.asarray(absmax, np.float64).reshape(-1)
     qmax = 2 ** (bits - 1) - 1
-    scales = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
+    scales = _float32_scales(np.where(absmax > 0, absmax / qmax, 1.0))
     return Encoding(bits, True, scales, np.zeros(len(scales), np.int32), axis, block_axis, block_size,
                     mins=-scales.astype(np.float64) * qmax, maxs=scales.astype(np.float64) * qmax)
 
@@ -57,7 +66,7 @@ def bias_encoding(input_scale: float, weight_scales: np.ndarray, axis: int, valu
     scales = np.float64(input_scale) * weight_scales.astype(np.float64)
     if values is not None:
         scales = np.maximum(scales, np.abs(np.asarray(values, np.float64)) / (2 ** 31 - 1))  # (8b)
-    scales = np.where(scales > 0, scales, 1e-30).astype(np.float32)
+    scales = _float32_scales(scales)
     return Encoding(32, True, scales, np.zeros(len(scales), np.int32), axis if len(scales) > 1 else -1)
 
 
@@ -87,10 +96,11 @@ def _broadcast_params(enc: Encoding, shape: tuple[int, ...]):
 def quantize(x: np.ndarray, enc: Encoding) -> np.ndarray:
     """Equation (2), round half to even; returns int64."""
     scales, offsets = _broadcast_params(enc, x.shape)
-    q = (np.round(x.astype(np.float32) / scales) - offsets).astype(np.int64)
-    # Clip as integers: float32 cannot hold 2^31 - 1, so a float clip of an int32 bias would round
-    # up to 2^31 and wrap to -2^31 when stored.
-    return np.clip(q, enc.qmin, enc.qmax)
+    q = np.round(x.astype(np.float32) / scales) - offsets
+    # Clip in float64, which holds 2^31 - 1 exactly (a float32 clip of an int32 bias would round up
+    # to 2^31 and wrap to -2^31), and before the integer cast, which a value far out of range (a
+    # weight over a minimal scale) would overflow.
+    return np.clip(q.astype(np.float64), enc.qmin, enc.qmax).astype(np.int64)
 
 
 def dequantize(q: np.ndarray, enc: Encoding) -> np.ndarray:
