@@ -112,11 +112,9 @@ void binary_rows(const ArithState& s, const TA* a, const TB* b, TY* y, const Exe
 // order): entry q is binary_rows on the codes q and c, one row of 256.
 void tabulate(Node& n, ArithState& s) {
     if (s.op == Op::kWhere) return;
-    for (int v = 0; v < 2; ++v) {
-        const Tensor *x = n.in[v], *c = n.in[1 - v];
-        if (x->is_const() || x->dtype != QNNB_UINT8 || !c->is_const() || c->numel() != 1 ||
-            n.out[0]->numel() != x->numel())
-            continue;
+    const int v = misc::code_table_operand(n);
+    if (v >= 0) {
+        const Tensor* c = n.in[1 - v];
         uint8_t codes[256];
         for (int q = 0; q < 256; ++q) codes[q] = static_cast<uint8_t>(q);
         ArithState row = s;  // the same arithmetic over one row: x's codes against c
@@ -132,7 +130,6 @@ void tabulate(Node& n, ArithState& s) {
             else binary_rows(row, c->in<TC>(), codes, s.table.data(), one);
         });
         s.varying = v;
-        return;
     }
 }
 
@@ -154,22 +151,11 @@ void where_rows(const ArithState& s, const uint8_t* c, const TA* a, const TB* b,
     });
 }
 
-constexpr int64_t kChunk = 16384;
 
 void run_arith(Node& n, const ExecContext& ctx) {
     const ArithState& s = n.state_as<ArithState>();
     if (s.varying >= 0) {
-        const uint8_t* x = n.in[s.varying]->in<uint8_t>();
-        const int64_t total = n.out[0]->numel();
-        const int32_t* table = s.table.data();
-        with_int_type(n.out[0]->dtype, [&](auto ty) {
-            using TY = decltype(ty);
-            TY* y = n.out[0]->out<TY>();
-            parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-                const int64_t end = std::min(total, (c + 1) * kChunk);
-                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(table[x[i]]);
-            });
-        });
+        misc::apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
         return;
     }
     const size_t first = s.op == Op::kWhere ? 1 : 0;
@@ -233,20 +219,7 @@ bool prepare_pow(Node& n, std::string& err) {
 
 void run_pow(Node& n, const ExecContext& ctx) {
     const PowState& s = n.state_as<PowState>();
-    const int64_t total = n.out[0]->numel();
-    const int32_t* t = s.table.data();
-    with_int_type(n.in[0]->dtype, [&](auto tx) {
-        with_int_type(n.out[0]->dtype, [&](auto ty) {
-            using TX = decltype(tx);
-            using TY = decltype(ty);
-            const TX* x = n.in[0]->in<TX>();
-            TY* y = n.out[0]->out<TY>();
-            parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-                const int64_t end = std::min(total, (c + 1) * kChunk);
-                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(t[x[i]]);
-            });
-        });
-    });
+    misc::apply_code_table(*n.in[0], *n.out[0], s.table.data(), ctx);
 }
 
 const Kernel kKernels[] = {

@@ -101,11 +101,9 @@ void binary_row(const BinaryState& s, const TA* a, int64_t sa, const TB* b, int6
 // order): entry q is binary_row on the codes q and c.
 template <int Op>
 void tabulate(Node& n, BinaryState& s) {
-    for (int v = 0; v < 2; ++v) {
-        const Tensor *x = n.in[v], *c = n.in[1 - v];
-        if (x->is_const() || x->dtype != QNNB_UINT8 || !c->is_const() || c->numel() != 1 ||
-            n.out[0]->numel() != x->numel())
-            continue;
+    const int v = misc::code_table_operand(n);
+    if (v >= 0) {
+        const Tensor* c = n.in[1 - v];
         uint8_t codes[256];
         for (int q = 0; q < 256; ++q) codes[q] = static_cast<uint8_t>(q);
         s.table.resize(256);
@@ -116,11 +114,9 @@ void tabulate(Node& n, BinaryState& s) {
             else binary_row<Op>(s, cp, 0, codes, 1, s.table.data(), 256);
         });
         s.varying = v;
-        return;
     }
 }
 
-constexpr int64_t kChunk = 16384;
 
 // binary_row for BinaryState::narrow: the same integers, without 128-bit arithmetic or branches.
 template <int Op, class TY>
@@ -140,17 +136,7 @@ template <int Op>
 void run_binary(Node& n, const ExecContext& ctx) {
     const BinaryState& s = n.state_as<BinaryState>();
     if (s.varying >= 0) {
-        const uint8_t* x = n.in[s.varying]->in<uint8_t>();
-        const int64_t total = n.out[0]->numel();
-        const int32_t* table = s.table.data();
-        with_int_type(n.out[0]->dtype, [&](auto ty) {
-            using TY = decltype(ty);
-            TY* y = n.out[0]->out<TY>();
-            parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-                const int64_t end = std::min(total, (c + 1) * kChunk);
-                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(table[x[i]]);
-            });
-        });
+        misc::apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
         return;
     }
     with_int_type(n.in[0]->dtype, [&](auto ta) {

@@ -2,14 +2,48 @@
 // (docs/npu.md (N20)-(N34)). Integer only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "../core/parallel.h"
 #include "npu.h"
 
 namespace qnnb {
 namespace npu {
 namespace misc {
+
+// y[i] = table[x[i]] over whole tensors: every kernel whose output is a function of one integer
+// code (a LUT, a re-encoding, an activation combined with a scalar constant). `table` has an entry
+// for every code x can hold; chunks of 16K codes are shared among the threads.
+inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* table, const ExecContext& ctx) {
+    constexpr int64_t kChunk = 16384;
+    const int64_t total = src.numel();
+    with_int_type(src.dtype, [&](auto tx) {
+        with_int_type(dst.dtype, [&](auto ty) {
+            using TX = decltype(tx);
+            using TY = decltype(ty);
+            const TX* x = src.in<TX>();
+            TY* y = dst.out<TY>();
+            parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
+                const int64_t end = std::min(total, (c + 1) * kChunk);
+                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(table[x[i]]);
+            });
+        });
+    });
+}
+
+// Which input of a two-input node is an 8-bit activation whose partner is a one-element constant
+// (x + 1, x / 1.41): the node is then a function of x's code, tabulated at prepare. -1: neither.
+inline int code_table_operand(const Node& n) {
+    for (int v = 0; v < 2; ++v) {
+        const Tensor *x = n.in[v], *c = n.in[1 - v];
+        if (!x->is_const() && x->dtype == QNNB_UINT8 && c->is_const() && c->numel() == 1 &&
+            n.out[0]->numel() == x->numel())
+            return v;
+    }
+    return -1;
+}
 
 // Same dtype and the same encoding: the codes mean the same values (a move needs no re-encoding).
 inline bool same_encoding(const Tensor& a, const Tensor& b) {

@@ -134,24 +134,10 @@ bool prepare_recode(Recode& r, const int32_t* mult, const int32_t* shift, size_t
     return true;
 }
 
-constexpr int64_t kChunk = 16384;
 
 void run_recode(const Recode& r, const ExecContext& ctx) {
     if (r.table.empty()) return;  // a constant, done at prepare
-    const int64_t total = r.src->numel();
-    with_int_type(r.src->dtype, [&](auto tx) {
-        with_int_type(r.dst->dtype, [&](auto ty) {
-            using TX = decltype(tx);
-            using TY = decltype(ty);
-            const TX* x = r.src->in<TX>();
-            TY* y = r.dst->out<TY>();
-            const int32_t* t = r.table.data();
-            parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-                const int64_t end = std::min(total, (c + 1) * kChunk);
-                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(t[x[i]]);
-            });
-        });
-    });
+    misc::apply_code_table(*r.src, *r.dst, r.table.data(), ctx);
 }
 
 struct LinearResize;
