@@ -2,18 +2,13 @@
 line, a non-zero exit, no traceback, nothing partial left behind."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_util import one_error_line, qnn_build
 from onnx import TensorProto, helper, numpy_helper
-
-
-def qnn_build(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "qnn_build", *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
 def small_model(dynamic=True) -> onnx.ModelProto:
@@ -33,15 +28,6 @@ def add_model() -> onnx.ModelProto:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])
     node = helper.make_node("Add", ["x", "x"], ["y"], name="double")
     return helper.make_model(helper.make_graph([node], "add", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
-
-
-def assert_clean_failure(result, *fragments):
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
 
 
 def test_worked_example(tmp_path):
@@ -111,13 +97,13 @@ def test_truncated_model(tmp_path):
     data = small_model().SerializeToString()
     (tmp_path / "m.onnx").write_bytes(data[: len(data) // 2])
     r = qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o")
-    assert_clean_failure(r, "m.onnx", "not an ONNX model")
+    one_error_line(r, "m.onnx", "not an ONNX model")
     assert not (tmp_path / "o").exists()
 
 
 def test_not_onnx(tmp_path):
     (tmp_path / "m.onnx").write_text("hello, I am a text file\n")
-    assert_clean_failure(qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o"), "not an ONNX model")
+    one_error_line(qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o"), "not an ONNX model")
     assert not (tmp_path / "o").exists()
 
 
@@ -127,20 +113,20 @@ def test_unknown_op_names_node_and_op(tmp_path):
     model = helper.make_model(helper.make_graph([helper.make_node("Det", ["x"], ["y"], name="the_det")], "g", [x], [y]),
                               opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(model, tmp_path / "m.onnx")
-    assert_clean_failure(qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o"), "the_det", "Det", "not supported")
+    one_error_line(qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o"), "the_det", "Det", "not supported")
     assert not (tmp_path / "o").exists()
 
 
 def test_unpinned_dynamic_dim(tmp_path):
     onnx.save(small_model(), tmp_path / "m.onnx")
-    assert_clean_failure(qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o"), "'x'", "--input-dim")
+    one_error_line(qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o"), "'x'", "--input-dim")
     assert not (tmp_path / "o").exists()
 
 
 def test_wrong_input_dim_rank(tmp_path):
     onnx.save(small_model(), tmp_path / "m.onnx")
     r = qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o", "--input-dim", "x", "1,2,3")
-    assert_clean_failure(r, "--input-dim x", "rank 3", "rank 2")
+    one_error_line(r, "--input-dim x", "rank 3", "rank 2")
 
 
 def test_raw_file_of_wrong_size(built):
@@ -148,7 +134,7 @@ def test_raw_file_of_wrong_size(built):
     (built / "list.txt").write_text(f"x:={built / 'x.raw'}\n")
     r = qnn_build("net-run", "--model", built / "libmodel.so", "--input-list", built / "list.txt",
                   "--output-dir", built / "out")
-    assert_clean_failure(r, "x.raw", "20 bytes", "24")
+    one_error_line(r, "x.raw", "20 bytes", "24")
     assert not (built / "out").exists()
 
 
@@ -157,7 +143,7 @@ def test_missing_input_in_list(built):
     (built / "list.txt").write_text(f"x:={built / 'x.raw'}\n\nz:={built / 'x.raw'}\n")
     r = qnn_build("net-run", "--model", built / "libmodel.so", "--input-list", built / "list.txt",
                   "--output-dir", built / "out")
-    assert_clean_failure(r, "list.txt:3", "'z' is not an input")
+    one_error_line(r, "list.txt:3", "'z' is not an input")
     assert not (built / "out").exists()
 
 
@@ -165,4 +151,4 @@ def test_missing_model_library(tmp_path):
     (tmp_path / "list.txt").write_text("x.raw\n")
     r = qnn_build("net-run", "--model", tmp_path / "nope.so", "--input-list", tmp_path / "list.txt",
                   "--output-dir", tmp_path / "out")
-    assert_clean_failure(r, "nope.so", "not found")
+    one_error_line(r, "nope.so", "not found")

@@ -2,12 +2,11 @@
 the file and the input or tensor, and leaves a previous conversion in the output folder untouched."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import onnx
 import pytest
+from cli_util import one_error_line, qnn_build
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -50,8 +49,7 @@ def work(tmp_path_factory):
 
 
 def convert(d, *args):
-    return subprocess.run([sys.executable, "-m", "qnn_build", "convert", "m.onnx", "-o", "out", "-q", *args], cwd=d,
-                          capture_output=True, text=True)
+    return qnn_build("convert", "m.onnx", "-o", "out", "-q", *args, cwd=d)
 
 
 def snapshot(folder):
@@ -61,8 +59,8 @@ def snapshot(folder):
 CASES = [
     (["--calibration", "empty.npz"], "empty.npz: the calibration set is empty (input 'x' has no samples)"),
     (["--calibration", "missing.npz"], "missing.npz: calibration data not found"),
-    (["--calibration", "shape.npz"], "shape.npz: input 'x': array of shape [8, 1, 3, 7, 8] does not hold samples "
-                                     "of shape [1, 3, 8, 8]"),
+    (["--calibration", "shape.npz"], ("shape.npz: input 'x': array of shape [8, 1, 3, 7, 8] does not hold samples "
+                                      "of shape [1, 3, 8, 8]")),
     (["--calibration", "other.npz"], "other.npz: no array for input 'x' (arrays: y)"),
     (["--calibration", "nan.npz"], "nan.npz: calibration data for input 'x' contains NaN or Inf (sample 3)"),
     (["--calibration", "inf.npz"], "inf.npz: calibration data for input 'x' contains NaN or Inf (sample 3)"),
@@ -84,8 +82,7 @@ def test_bad_input_is_one_clear_line_and_keeps_the_previous_conversion(work, arg
     before = snapshot(work / "out")
     r = convert(work, "--precision", "w8a8", *args)
     assert r.returncode == 1
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("qnn-build convert: error: ") and message in lines[0], r.stderr
+    assert one_error_line(r, message).startswith("qnn-build convert: error: ")
     assert snapshot(work / "out") == before
 
 
@@ -101,9 +98,8 @@ def test_block_size_that_does_not_divide_names_the_weight(work):
     before = snapshot(work / "out")
 
     def odd(block):
-        return subprocess.run([sys.executable, "-m", "qnn_build", "convert", "odd.onnx", "-o", "out", "-q",
-                               "--precision", "w4a16", "--calibration", "odd.npz", "--block-size", block], cwd=work,
-                              capture_output=True, text=True)
+        return qnn_build("convert", "odd.onnx", "-o", "out", "-q", "--precision", "w4a16", "--calibration", "odd.npz",
+                         "--block-size", block, cwd=work)
     r = odd("64")
     assert r.returncode == 1, r.stderr
     assert "odd.onnx: node 'fc' (MatMul): block size 64 does not divide the input dimension 480 of weight 'wf'" \
@@ -115,8 +111,8 @@ def test_block_size_that_does_not_divide_names_the_weight(work):
 def test_a_library_of_another_precision_is_refused_before_compose(work):
     """The library records its precision (qnnb_model_precision); steps told to expect another refuse
     it by name, aliases included, and write nothing."""
-    run = lambda *a: subprocess.run([sys.executable, "-m", "qnn_build", *a], cwd=work, capture_output=True,
-                                    text=True)
+    def run(*args):
+        return qnn_build(*args, cwd=work)
     assert run("convert", "m.onnx", "-o", "p16", "-q", "--precision", "w8a16", "--calibration", "good.npz").returncode == 0
     assert run("model-lib", "--cpp", "p16/model.cpp", "--bin", "p16/model.bin", "-o", "p16/libmodel.so",
                "-q").returncode == 0

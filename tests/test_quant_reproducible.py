@@ -4,19 +4,17 @@ artifacts and the same test.json figures as the SCons build of its spec."""
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
+from cli_util import qnn_build
 from test_scons_support import REPO, build, edit
 
 MODEL = "digits_cnn"
 PRECISIONS = ("w8a8", "w4a16")  # w4a16: 4-bit packed, block-wise weights as well
 
 
-def qnn_build(*args, cwd):
-    r = subprocess.run([sys.executable, "-m", "qnn_build", *map(str, args), "-q"], cwd=cwd, capture_output=True,
-                       text=True)
+def step(*args, cwd):
+    r = qnn_build(*args, "-q", cwd=cwd)
     assert r.returncode == 0, f"qnn-build {' '.join(map(str, args))}:\n{r.stderr}"
 
 
@@ -34,17 +32,17 @@ def project(tmp_path_factory):
          f"precisions: [{', '.join(PRECISIONS)}]")
     build(root, "-j2")
     data = f"models/{MODEL}"
-    qnn_build("reference", f"{data}/model.onnx", "--input-dim", "image", "1,1,8,8", "--data", f"{data}/test.npz",
+    step("reference", f"{data}/model.onnx", "--input-dim", "image", "1,1,8,8", "--data", f"{data}/test.npz",
               "-o", "hand/reference.npz", cwd=root)
     for precision in PRECISIONS:
         hand = f"hand/{precision}"
         for out in (hand, f"{hand}-again"):
-            qnn_build("convert", f"{data}/model.onnx", "--input-dim", "image", "1,1,8,8", "--precision", precision,
+            step("convert", f"{data}/model.onnx", "--input-dim", "image", "1,1,8,8", "--precision", precision,
                       "--calibration", f"{data}/calibration.npz", "-o", out, cwd=root)
-        qnn_build("model-lib", "--cpp", f"{hand}/model.cpp", "--bin", f"{hand}/model.bin", "-o",
+        step("model-lib", "--cpp", f"{hand}/model.cpp", "--bin", f"{hand}/model.bin", "-o",
                   f"{hand}/libmodel.so", cwd=root)
         for backend in ("cpu", "npu"):
-            qnn_build("test", "--model", f"{hand}/libmodel.so", "--backend", backend, "--reference",
+            step("test", "--model", f"{hand}/libmodel.so", "--backend", backend, "--reference",
                       "hand/reference.npz", "--data", f"{data}/test.npz", "--labels", "labels", "-o",
                       f"{hand}/test-{backend}.json", cwd=root)
     return root

@@ -2,10 +2,9 @@
 machine, a missing cross compiler — each one clear line naming the target. No cross builds here."""
 
 import struct
-import subprocess
-import sys
 
 import pytest
+from cli_util import one_error_line, qnn_build
 
 from qnn_build.targets import (
     all_targets,
@@ -14,20 +13,6 @@ from qnn_build.targets import (
     get_target,
     host_target,
 )
-
-
-def qnn_build(*args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "qnn_build", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd)
-
-
-def one_error_line(result, *fragments):
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("name,os_,machine,lib", [

@@ -4,11 +4,19 @@ qnn-net-run loads with --retrieve_context, with npu outputs byte-identical to th
 other runtime refuses it and names the target it was built for."""
 
 import json
-import subprocess
-import sys
 
 import pytest
-from targets_util import ZOO, assert_close, has_emulator, model_lib, results, run_native, run_python, zoo_model
+from cli_util import qnn_build
+from targets_util import (
+    ZOO,
+    assert_close,
+    has_emulator,
+    model_lib,
+    results,
+    run_native,
+    run_python,
+    zoo_model,
+)
 
 from qnn_build.errors import QnnBuildError
 from qnn_build.runtime.binding import Model
@@ -108,8 +116,7 @@ def test_runner_refuses_a_corrupt_context_with_the_check(built):
 
 def test_unknown_target_is_an_error_naming_it(built, tmp_path):
     folder = zoo_model("digits_cnn", "w8a8", built)
-    r = subprocess.run([sys.executable, "-m", "qnn_build", "context-binary", "--backend", "npu", "--model",
-                        str(model_lib(folder, host_target().name)), "-o", str(tmp_path / "m.ctx"),
-                        "--target", "riscv64-linux"], capture_output=True, text=True)
+    r = qnn_build("context-binary", "--backend", "npu", "--model", model_lib(folder, host_target().name), "-o",
+                  tmp_path / "m.ctx", "--target", "riscv64-linux")
     assert r.returncode != 0 and "unknown target 'riscv64-linux'" in r.stderr
     assert not list(tmp_path.iterdir())

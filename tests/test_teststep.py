@@ -10,25 +10,12 @@ import tarfile
 import numpy as np
 import onnx
 import pytest
+from cli_util import one_error_line, qnn_build
 from onnx import TensorProto, helper
 
 from qnn_build.release import pack
 from qnn_build.report import metrics
 from qnn_build.report.data import write_npz
-
-
-def qnn_build(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "qnn_build", *map(str, args)], capture_output=True, text=True, cwd=cwd, check=False)
-
-
-def one_error_line(result, *fragments):
-    assert result.returncode != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
-
 
 # -- metrics ---------------------------------------------------------------------------------------
 
