@@ -14,7 +14,7 @@
 #include "qnnb.h"
 
 namespace qnnb {
-uint64_t xxh64(const void* data, size_t size);
+uint64_t xxh3_64(const void* data, size_t size);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
         });
         volatile uint64_t sink = 0;
         auto t0 = Clock::now();
-        for (int i = 0; i < n; ++i) sink = sink + qnnb::xxh64(buf, static_cast<size_t>(size));
+        for (int i = 0; i < n; ++i) sink = sink + qnnb::xxh3_64(buf, static_cast<size_t>(size));
         double sum = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
         std::printf("compose %.1f us, compose+finalize %.1f us, context from file %.1f us, from memory %.1f us "
                     "(%ld bytes; checksum alone %.1f us)\n", c, cf, file, mem, size, sum);

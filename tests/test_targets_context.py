@@ -7,6 +7,7 @@ import json
 
 import pytest
 from cli_util import qnn_build
+from context.util import PREPARED, TARGET, prepared_entries, sections
 from targets_util import (
     ZOO,
     assert_close,
@@ -80,15 +81,18 @@ def test_the_host_refuses_another_targets_context_and_names_it(built, target):
         Model(context=ctx, backend="npu")
 
 
-def test_only_the_header_differs_from_the_hosts_context(built):
-    """What a context holds is machine-independent; the header's target and checksum are not."""
-    folder = zoo_model("transformer_block", "w8a8", built)
+def test_only_the_header_and_prepared_arrays_differ_from_the_hosts_context(built):
+    """What a context holds is machine-independent; the header's target and checksum are not, and
+    only a context for this runtime's own target carries its kernels' prepared arrays."""
+    folder = zoo_model("digits_gru", "w8a8", built)
     host = folder / "host.ctx"
     build_context(model_lib(folder, host_target().name), host, backend="npu")
-    other = context_for(folder, "aarch64-windows", "npu").read_bytes()
-    differ = [k for k, (a, b) in enumerate(zip(host.read_bytes(), other)) if a != b]
-    assert len(other) == host.stat().st_size
-    assert differ and max(differ) < 512  # all inside the header
+    ours, other = host.read_bytes(), context_for(folder, "aarch64-windows", "npu").read_bytes()
+    assert ours[TARGET[0]:TARGET[0] + TARGET[1]] != other[TARGET[0]:TARGET[0] + TARGET[1]]
+    assert prepared_entries(ours) and PREPARED not in sections(other)
+    for sid in (1, 2, 3):  # graph, plan, data
+        (a, n), (b, m) = sections(ours)[sid], sections(other)[sid]
+        assert ours[a:a + n] == other[b:b + m], sid
 
 
 def test_host_runner_retrieves_a_context_like_python(built):

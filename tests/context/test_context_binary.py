@@ -4,6 +4,7 @@ for every shipped model (fp32 and fp16 on the cpu, fp16 and w8a8 on both), and t
 give the same bytes."""
 
 import json
+import struct
 import subprocess
 import sys
 
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 
 from qnn_build.errors import QnnBuildError
-from qnn_build.runtime.binding import Model, load_context
+from qnn_build.runtime.binding import Model, RuntimeFailure, load_context
 
-from .util import build_zoo_lib, zoo_feeds, zoo_specs
+from .util import PREPARED, build_zoo_lib, prepared_entries, rechecksummed, sections, zoo_feeds, zoo_specs
 
 CASES = [(name, precision, backend)
          for name in zoo_specs()
@@ -117,3 +118,29 @@ def test_net_run_needs_exactly_one_model_source(tmp_path):
 def test_missing_context_file_is_a_clear_error(tmp_path):
     with pytest.raises(QnnBuildError, match="context binary not found"):
         load_context(tmp_path / "nope.ctx")
+
+
+# ---- prepared arrays: the npu's tables travel in the context (docs/context-binary.md) ----
+
+def test_npu_tables_travel_in_the_context_once_each(zoo_dir):
+    data = Model(build_zoo_lib("digits_lstm", "w8a8", zoo_dir), backend="npu").context_binary()
+    entries = prepared_entries(data)
+    assert entries, "the 16-bit recurrence's re-encodings are tables"
+    assert len({offset for _, _, offset, _ in entries}) < len(entries), "equal tables are stored once"
+    assert load_context(data, backend="npu").context_binary() == data, "the file's tables, handed back"
+
+
+def test_a_prepared_array_of_another_size_is_refused(zoo_dir):
+    data = bytearray(Model(build_zoo_lib("digits_gru", "w8a8", zoo_dir), backend="npu").context_binary())
+    size = prepared_entries(bytes(data))[0][3]
+    struct.pack_into("<Q", data, sections(bytes(data))[PREPARED][0] + 8 + 16, size - 4)  # entry 0's size
+    with pytest.raises(RuntimeFailure, match=rf"context binary refused: node '.+' \(.+\): prepared array \d+ has "
+                                             rf"{size - 4} bytes in the context binary, the kernel takes {size}"):
+        load_context(rechecksummed(data), backend="npu")
+
+
+def test_another_targets_context_carries_no_prepared_arrays(zoo_dir):
+    """Its kernels may want other arrays: that target's runtime computes them at load."""
+    model = Model(build_zoo_lib("digits_gru", "w8a8", zoo_dir), backend="npu")
+    assert PREPARED in sections(model.context_binary())
+    assert PREPARED not in sections(model.context_binary(target="aarch64-linux+neon+dotprod"))

@@ -21,7 +21,7 @@ from qnn_build.errors import RuntimeFailure
 from qnn_build.runtime.binding import Model, load_context
 from qnn_build.toolchain import RUNTIME_DIR, RUNTIME_FLAGS, build_model_lib
 
-from .util import BACKEND, TARGET, VERSION, patch_header, xxh64
+from .util import BACKEND, TARGET, VERSION, patch_header, xxh3_64
 
 HERE = Path(__file__).parent
 # Every refusal names one of these checks.
@@ -89,9 +89,11 @@ def test_another_backend_is_refused(small_ctx):
     assert "backend 'npu' context used on backend 'cpu'" in refusal(forged)
 
 
-def test_a_newer_format_version_is_refused(small_ctx):
-    forged = patch_header(small_ctx, VERSION, struct.pack("<I", 2))
-    assert "format version 2 is newer than this runtime's 1" in refusal(forged)
+def test_another_format_version_is_refused(small_ctx):
+    forged = patch_header(small_ctx, VERSION, struct.pack("<I", 3))
+    assert "format version 3 is newer than this runtime's 2" in refusal(forged)
+    older = patch_header(small_ctx, VERSION, struct.pack("<I", 1))  # XXH64-checksummed: not read
+    assert "format version 1 is not supported by this runtime's 2" in refusal(older)
 
 
 def test_another_isa_is_refused(small_ctx):
@@ -102,9 +104,9 @@ def test_another_isa_is_refused(small_ctx):
     assert "built for aarch64-linux, this runtime targets x86_64-linux" in refusal(forged)
 
 
-def test_checksum_is_xxh64_of_everything_after_it(small_ctx):
-    assert xxh64(b"") == 0xEF46DB3751D8E999
-    assert struct.unpack_from("<Q", small_ctx, 16)[0] == xxh64(small_ctx[24:])
+def test_checksum_is_xxh3_of_everything_after_it(small_ctx):
+    assert xxh3_64(b"") == 0x2D06800538D394C2
+    assert struct.unpack_from("<Q", small_ctx, 16)[0] == xxh3_64(small_ctx[24:])
 
 
 def test_same_graph_same_bytes(small_ctx):
@@ -113,7 +115,8 @@ def test_same_graph_same_bytes(small_ctx):
 
 # ---- the reader under AddressSanitizer + UndefinedBehaviorSanitizer ----
 
-LOADER_SOURCES = ["ctx_read.cpp", "ctx_target.cpp", "checksum.cpp", "params.cpp", "encoding.cpp", "planner.cpp"]
+LOADER_SOURCES = ["ctx_read.cpp", "ctx_target.cpp", "checksum.cpp", "params.cpp", "encoding.cpp", "planner.cpp",
+                  "prepared.cpp"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
 # The same ISA flags as the runtime: the driver's target string must match the seed's.
 ISA = [f for f in RUNTIME_FLAGS if f.startswith("-m")]

@@ -1,61 +1,31 @@
-"""Helpers for the context-binary tests: zoo models built once per session, an independent XXH64
+"""Helpers for the context-binary tests: zoo models built once per session, an independent XXH3-64
 and header patching (to forge a header that passes the checksum)."""
 
 import struct
 from pathlib import Path
 
 import numpy as np
+import xxhash
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 
-M = 0xFFFFFFFFFFFFFFFF
-P1, P2, P3, P4, P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
-                      0x27D4EB2F165667C5)
 
-
-def _rotl(x, r):
-    return ((x << r) | (x >> (64 - r))) & M
-
-
-def _round(acc, v):
-    return (_rotl((acc + v * P2) & M, 31) * P1) & M
-
-
-def xxh64(data: bytes) -> int:
-    """XXH64, seed 0 (the published algorithm; slow, for small files)."""
-    n, p = len(data), 0
-    if n >= 32:
-        v = [(P1 + P2) & M, P2, 0, (-P1) & M]
-        while p + 32 <= n:
-            for k in range(4):
-                v[k] = _round(v[k], struct.unpack_from("<Q", data, p + 8 * k)[0])
-            p += 32
-        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & M
-        for k in range(4):
-            h = ((h ^ _round(0, v[k])) * P1 + P4) & M
-    else:
-        h = P5
-    h = (h + n) & M
-    while p + 8 <= n:
-        h = (_rotl(h ^ _round(0, struct.unpack_from("<Q", data, p)[0]), 27) * P1 + P4) & M
-        p += 8
-    if p + 4 <= n:
-        h = (_rotl(h ^ ((struct.unpack_from("<I", data, p)[0] * P1) & M), 23) * P2 + P3) & M
-        p += 4
-    while p < n:
-        h = (_rotl(h ^ ((data[p] * P5) & M), 11) * P1) & M
-        p += 1
-    h ^= h >> 33
-    h = (h * P2) & M
-    h ^= h >> 29
-    h = (h * P3) & M
-    return h ^ (h >> 32)
+def xxh3_64(data: bytes) -> int:
+    """XXH3-64, seed 0, from the xxhash package: an implementation independent of the runtime's."""
+    return xxhash.xxh3_64_intdigest(data)
 
 
 # Header fields (docs/context-binary.md): offset, size.
 VERSION, CHECKSUM, BACKEND, TARGET = (8, 4), (16, 8), (32, 16), (64, 96)
+
+
+def rechecksummed(data) -> bytes:
+    """`data` with its header's checksum made right again."""
+    out = bytearray(data)
+    out[16:24] = struct.pack("<Q", xxh3_64(bytes(out[24:])))
+    return bytes(out)
 
 
 def patch_header(data: bytes, field, value: bytes) -> bytes:
@@ -63,8 +33,24 @@ def patch_header(data: bytes, field, value: bytes) -> bytes:
     offset, size = field
     out = bytearray(data)
     out[offset:offset + size] = value.ljust(size, b"\0")
-    out[16:24] = struct.pack("<Q", xxh64(bytes(out[24:])))
-    return bytes(out)
+    return rechecksummed(out)
+
+
+def sections(data: bytes) -> dict[int, tuple[int, int]]:
+    """Section id -> (offset, size), from the section table after the 256-byte header."""
+    count = struct.unpack_from("<I", data, 160)[0]
+    table = (struct.unpack_from("<IIQQ", data, 256 + 24 * i) for i in range(count))
+    return {sid: (offset, size) for sid, _, offset, size in table}
+
+
+PREPARED = 4  # the prepared-arrays section's id
+
+
+def prepared_entries(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(node, slot, offset, size) of every prepared array."""
+    at = sections(data)[PREPARED][0]
+    count = struct.unpack_from("<I", data, at)[0]
+    return [struct.unpack_from("<IIQQ", data, at + 8 + 24 * i) for i in range(count)]
 
 
 def zoo_specs() -> dict[str, dict]:

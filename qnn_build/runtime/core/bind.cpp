@@ -3,20 +3,8 @@
 // this on the same finalized graph, so their outputs are the same bytes.
 #include "graph_impl.h"
 
-#if defined(_WIN32)
-#include <malloc.h>
-#endif
 
 namespace qnnb {
-
-void* aligned_alloc64(size_t n) {
-    size_t rounded = (n + 63) / 64 * 64;
-#if defined(_WIN32)  // the Windows C runtime has no aligned_alloc
-    return _aligned_malloc(rounded ? rounded : 64, 64);
-#else
-    return std::aligned_alloc(64, rounded ? rounded : 64);
-#endif
-}
 
 bool rounds_activation(const qnnb_graph* g, const Tensor* t) {
     if (!t || t->is_const() || t->dtype != QNNB_FLOAT32 || !t->encoding.present()) return false;
@@ -43,7 +31,8 @@ qnnb_status bind_graph(qnnb_graph* g) {
     g->buffers.push_back(arena);
     for (size_t i = 0; i < g->tensors.size(); ++i)
         if (g->arena_offsets[i] >= 0) g->tensors[i]->data = arena + g->arena_offsets[i];
-    for (auto& node : g->nodes) {
+    for (size_t i = 0; i < g->nodes.size(); ++i) {
+        Node* node = g->nodes[i].get();
         node->kernel = g->backend->find_kernel(*node);
         if (!node->kernel)
             return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op +
@@ -52,8 +41,14 @@ qnnb_status bind_graph(qnnb_graph* g) {
                                                       " (convert with --float-fallback to keep such nodes in fp16)"));
         qnnb::read_fused(*node);
         std::string err;
-        if (!node->kernel->prepare(*node, err))
-            return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op + "): " + err);
+        g->prepared.begin_node(static_cast<uint32_t>(i));
+        node->prepared = &g->prepared;
+        const bool ok = node->kernel->prepare(*node, err);
+        node->prepared = nullptr;
+        if (!ok) return g->fail(QNNB_ERR_UNSUPPORTED, "node '" + node->name + "' (" + node->op + "): " + err);
+        if (!g->prepared.error().empty())
+            return g->fail(QNNB_ERR_BAD_CONTEXT, "context binary refused: node '" + node->name + "' (" + node->op +
+                                                     "): " + g->prepared.error());
     }
     g->finalized = true;
     return QNNB_OK;

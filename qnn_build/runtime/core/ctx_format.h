@@ -9,7 +9,7 @@
 namespace qnnb {
 
 constexpr char kCtxMagic[8] = {'Q', 'N', 'N', 'B', 'C', 'T', 'X', '\0'};
-constexpr uint32_t kCtxFormatVersion = 1;
+constexpr uint32_t kCtxFormatVersion = 2;  // 2: XXH3-64 checksum (1: XXH64)
 constexpr uint64_t kCtxAlign = 64;
 constexpr uint32_t kCtxMaxSections = 8;
 
@@ -17,7 +17,7 @@ struct CtxHeader {
     char magic[8];
     uint32_t format_version;
     uint32_t header_size;      // sizeof(CtxHeader)
-    uint64_t checksum;         // XXH64 of bytes [kCtxChecksummedFrom, file_size)
+    uint64_t checksum;         // XXH3-64 of bytes [kCtxChecksummedFrom, file_size)
     uint64_t file_size;
     char backend[16];          // "cpu", "npu": NUL-padded
     char backend_version[16];  // the runtime's version (kernel states are versioned with it)
@@ -37,10 +37,21 @@ struct CtxSection {
 };
 static_assert(sizeof(CtxSection) == 24, "a section table entry is 24 bytes on disk");
 
+// The prepared section: {uint32 count, uint32 reserved}, `count` of these sorted by (node, slot)
+// without repeats, then the arrays; offsets from the section's start, each a multiple of kCtxAlign.
+struct CtxPrepared {
+    uint32_t node;  // index in the schedule
+    uint32_t slot;  // the kernel's number for the array
+    uint64_t offset;
+    uint64_t size;
+};
+static_assert(sizeof(CtxPrepared) == 24, "a prepared-array entry is 24 bytes on disk");
+
 enum CtxSectionId : uint32_t {
     kSectionGraph = 1,  // tensors, nodes (the schedule), graph inputs/outputs
     kSectionPlan = 2,   // the memory plan: arena size, per-tensor offsets
     kSectionData = 3,   // constants in their finalized storage, each 64-byte aligned
+    kSectionPrepared = 4,  // optional: kernels' prepared arrays (core/prepared.h), each 64-byte aligned
 };
 
 const char* section_name(uint32_t id);

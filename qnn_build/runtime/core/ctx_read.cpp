@@ -239,6 +239,29 @@ bool read_plan(ByteReader& r, qnnb_graph* g) {
     return r.at_end() || r.fail("bytes left after the plan");
 }
 
+// The prepared arrays: sorted by (node, slot) without repeats, each inside the section, aligned, and
+// after the entry table. Which arrays a kernel takes, and their sizes, bind checks (core/prepared.h).
+bool read_prepared(ByteReader& r, qnnb_graph* g, const uint8_t* section, uint64_t size) {
+    uint32_t count = 0, reserved = 0;
+    if (!r.get(count) || !r.get(reserved)) return false;
+    if (count > (size - 8) / sizeof(CtxPrepared)) return r.fail("table of " + std::to_string(count) + " runs past the section");
+    const uint64_t arrays_from = 8 + uint64_t{count} * sizeof(CtxPrepared);
+    std::vector<PreparedArrays::Entry> held;
+    held.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        CtxPrepared e;
+        if (!r.get(e)) return false;
+        if (e.node >= g->nodes.size()) return r.fail("prepared array for node " + std::to_string(e.node) + " out of range");
+        if (!held.empty() && (e.node < held.back().node || (e.node == held.back().node && e.slot <= held.back().slot)))
+            return r.fail("prepared arrays out of order");
+        if (e.offset % kCtxAlign != 0 || e.offset < arrays_from || e.offset > size || e.size > size - e.offset)
+            return r.fail("prepared array outside the section");
+        held.push_back({e.node, e.slot, section + e.offset, e.size});
+    }
+    g->prepared.hold(std::move(held));
+    return true;
+}
+
 }  // namespace
 
 // Fills an empty graph from a context binary's bytes (which must outlive it). False: `err` says
@@ -272,7 +295,7 @@ bool read_context(qnnb_graph* g, const uint8_t* bytes, size_t size, std::string&
               std::to_string(h.file_size) + " bytes, the file has " + std::to_string(size);
         return false;
     }
-    uint64_t sum = xxh64(bytes + kCtxChecksummedFrom, size - kCtxChecksummedFrom);
+    uint64_t sum = xxh3_64(bytes + kCtxChecksummedFrom, size - kCtxChecksummedFrom);
     if (sum != h.checksum) {
         err = "checksum mismatch: the file is corrupted";
         return false;
@@ -300,12 +323,12 @@ bool read_context(qnnb_graph* g, const uint8_t* bytes, size_t size, std::string&
         err = "bad section count " + std::to_string(h.section_count);
         return false;
     }
-    const CtxSection* found[4] = {nullptr, nullptr, nullptr, nullptr};
+    const CtxSection* found[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     std::vector<CtxSection> table(h.section_count);
     std::memcpy(table.data(), bytes + sizeof(h), table.size() * sizeof(CtxSection));
     for (const CtxSection& s : table) {
         const std::string name = std::string("section '") + section_name(s.id) + "'";
-        if (s.id < kSectionGraph || s.id > kSectionData || found[s.id]) {
+        if (s.id < kSectionGraph || s.id > kSectionPrepared || found[s.id]) {
             err = "bad or repeated section id " + std::to_string(s.id);
             return false;
         }
@@ -316,7 +339,7 @@ bool read_context(qnnb_graph* g, const uint8_t* bytes, size_t size, std::string&
         }
         found[s.id] = &s;
     }
-    for (uint32_t id = kSectionGraph; id <= kSectionData; ++id)
+    for (uint32_t id = kSectionGraph; id <= kSectionData; ++id)  // the prepared section is optional
         if (!found[id]) {
             err = std::string("section '") + section_name(id) + "' is missing";
             return false;
@@ -330,6 +353,13 @@ bool read_context(qnnb_graph* g, const uint8_t* bytes, size_t size, std::string&
     if (!read_plan(plan, g)) {
         err = plan.err;
         return false;
+    }
+    if (const CtxSection* s = found[kSectionPrepared]) {
+        ByteReader prepared(bytes + s->offset, s->size, "prepared");
+        if (!read_prepared(prepared, g, bytes + s->offset, s->size)) {
+            err = prepared.err;
+            return false;
+        }
     }
     return true;
 }

@@ -70,6 +70,7 @@ const char* section_name(uint32_t id) {
         case kSectionGraph: return "graph";
         case kSectionPlan: return "plan";
         case kSectionData: return "data";
+        case kSectionPrepared: return "prepared";
     }
     return "unknown";
 }

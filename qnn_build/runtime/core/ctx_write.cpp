@@ -1,4 +1,4 @@
-// The context binary writer: a finalized graph -> header, section table, graph/plan/data sections
+// The context binary writer: a finalized graph -> header, section table, graph/plan/data/prepared sections
 // (layout: ctx_format.h, docs/context-binary.md). No pointers, times or padding garbage are
 // written, so the same graph gives the same bytes.
 #include <cstddef>
@@ -66,6 +66,31 @@ void write_node(ByteWriter& w, const Node& n, const std::map<const Tensor*, int3
     }
 }
 
+// The kernels' prepared arrays, equal arrays stored once. Only for this runtime's own target: another
+// target's kernels may want other arrays, so its runtime computes them at load.
+ByteWriter prepared_section(const qnnb_graph* g) {
+    const std::vector<PreparedArrays::Entry> entries = g->prepared.handed_out();
+    ByteWriter w;
+    w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
+    w.put<uint32_t>(0);
+    const size_t table_at = w.bytes.size();
+    w.bytes.resize(table_at + entries.size() * sizeof(CtxPrepared), 0);
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> stored;  // (size, XXH3) -> offset
+    for (size_t i = 0; i < entries.size(); ++i) {
+        const PreparedArrays::Entry& e = entries[i];
+        const auto key = std::make_pair(e.size, xxh3_64(e.data, e.size));
+        auto it = stored.find(key);
+        if (it == stored.end() || std::memcmp(w.bytes.data() + it->second, e.data, e.size) != 0) {
+            w.align();
+            it = stored.insert_or_assign(key, w.bytes.size()).first;
+            w.bytes.insert(w.bytes.end(), e.data, e.data + e.size);
+        }
+        const CtxPrepared record = {e.node, e.slot, it->second, e.size};
+        std::memcpy(w.bytes.data() + table_at + i * sizeof(CtxPrepared), &record, sizeof(record));
+    }
+    return w;
+}
+
 void copy_name(char* dst, size_t cap, const std::string& s) {
     std::memset(dst, 0, cap);
     std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
@@ -109,12 +134,14 @@ qnnb_status serialize_graph(qnnb_graph* g, const std::string& target, std::vecto
     plan.put<uint64_t>(g->tensor_bytes);
     plan.array(g->arena_offsets);
 
-    const ByteWriter* sections[] = {&graph, &plan, &data};
-    const uint32_t section_ids[] = {kSectionGraph, kSectionPlan, kSectionData};
+    const ByteWriter prepared = prepared_section(g);
+    const ByteWriter* sections[] = {&graph, &plan, &data, &prepared};
+    const uint32_t section_ids[] = {kSectionGraph, kSectionPlan, kSectionData, kSectionPrepared};
+    const int count = target == runtime_target() ? 4 : 3;
     ByteWriter file;
-    file.bytes.resize(sizeof(CtxHeader) + 3 * sizeof(CtxSection), 0);
+    file.bytes.resize(sizeof(CtxHeader) + count * sizeof(CtxSection), 0);
     std::vector<CtxSection> table;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < count; ++k) {
         file.align();
         table.push_back({section_ids[k], 0, file.bytes.size(), sections[k]->bytes.size()});
         file.bytes.insert(file.bytes.end(), sections[k]->bytes.begin(), sections[k]->bytes.end());
@@ -133,7 +160,7 @@ qnnb_status serialize_graph(qnnb_graph* g, const std::string& target, std::vecto
     h.section_count = static_cast<uint32_t>(table.size());
     std::memcpy(file.bytes.data(), &h, sizeof(h));
     std::memcpy(file.bytes.data() + sizeof(h), table.data(), table.size() * sizeof(CtxSection));
-    h.checksum = xxh64(file.bytes.data() + kCtxChecksummedFrom, file.bytes.size() - kCtxChecksummedFrom);
+    h.checksum = xxh3_64(file.bytes.data() + kCtxChecksummedFrom, file.bytes.size() - kCtxChecksummedFrom);
     std::memcpy(file.bytes.data() + offsetof(CtxHeader, checksum), &h.checksum, sizeof(h.checksum));
     out.swap(file.bytes);
     return QNNB_OK;

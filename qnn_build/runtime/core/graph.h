@@ -83,6 +83,7 @@ struct ExecContext {
 };
 
 struct Node;
+class PreparedArrays;
 
 // prepare: runs once at finalize; checks what the kernel supports and precomputes its state.
 // Returns false with `err` set for anything it cannot run. run: executes blindly.
@@ -108,6 +109,7 @@ struct Node {
     Params params;
     const Kernel* kernel = nullptr;
     std::shared_ptr<void> state;  // whatever prepare precomputed
+    PreparedArrays* prepared = nullptr;  // the graph's, while prepare runs (core/prepared.h)
     // An activation fused into this node at finalize (core/fuse.cpp), applied after `run`.
     enum { kFusedNone = 0, kFusedRelu = 1, kFusedClip = 2 };
     int fused = kFusedNone;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph.h"
+#include "prepared.h"
 
 #if defined(_WIN32)
 #include <malloc.h>
@@ -16,6 +17,15 @@
 #define QNNB_RUNTIME_VERSION "0.1.0"
 
 namespace qnnb {
+// 64-byte aligned memory of at least n bytes (64 for n = 0), rounded up to a multiple of 64.
+inline void* aligned_alloc64(size_t n) {
+    size_t rounded = (n + 63) / 64 * 64;
+#if defined(_WIN32)  // the Windows C runtime has no aligned_alloc
+    return _aligned_malloc(rounded ? rounded : 64, 64);
+#else
+    return std::aligned_alloc(64, rounded ? rounded : 64);
+#endif
+}
 // Frees aligned_alloc64's memory (the Windows C runtime frees aligned blocks with its own call).
 inline void aligned_free64(void* p) {
 #if defined(_WIN32)
@@ -41,6 +51,7 @@ struct qnnb_graph {
     size_t arena_bytes = 0;                       // the one activation arena (memory plan)
     size_t tensor_bytes = 0;                      // the planned activations' sizes, summed
     std::shared_ptr<void> context_data;           // a loaded context binary: constants point into it
+    qnnb::PreparedArrays prepared;                // kernels' tables, computed or from the context
     bool keep_tensors = false;
     qnnb::ExecContext ctx;
     bool finalized = false;
@@ -57,8 +68,6 @@ struct qnnb_graph {
 };
 
 namespace qnnb {
-
-void* aligned_alloc64(size_t n);
 
 // Activations rounded after the node that writes them: every encoded float activation on a float
 // backend; fp16 activations on an integer backend (its fp16 storage semantics).

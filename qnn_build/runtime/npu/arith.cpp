@@ -180,7 +180,7 @@ void run_arith(Node& n, const ExecContext& ctx) {
 enum class PowMode { kSquare, kIdentity, kSqrt };
 
 struct PowState {
-    std::vector<int32_t> table;  // the output code of every input code (2^b entries)
+    ArrayView<int32_t> table;  // the output code of every input code (2^b entries)
 };
 
 bool prepare_pow(Node& n, std::string& err) {
@@ -205,15 +205,14 @@ bool prepare_pow(Node& n, std::string& err) {
     const int32_t zp_x = zero_point(*x), zp_y = zero_point(*n.out[0]), qmax = qmax_of(*n.out[0]);
     // (N33) is a function of the input code alone: tabulated here, with the same integers.
     auto& s = n.make_state<PowState>();
-    s.table.resize(size_t{1} << x->encoding.bitwidth);
-    for (size_t q = 0; q < s.table.size(); ++q) {
-        const int64_t v = static_cast<int64_t>(q) - zp_x;
+    s.table = misc::code_table(n, 0, x->encoding.bitwidth, [&](int64_t q) {
+        const int64_t v = q - zp_x;
         int64_t acc;
         if (mode == PowMode::kSquare) acc = v * v;  // < 2^32
         else if (mode == PowMode::kIdentity) acc = v;
         else acc = v > 0 ? static_cast<int64_t>(isqrt64(static_cast<uint64_t>(v) << 32)) : 0;  // sqrt(v) in Q16
-        s.table[q] = requantize_out(acc, mult, shift, zp_y, qmax);
-    }
+        return requantize_out(acc, mult, shift, zp_y, qmax);
+    });
     return true;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../core/parallel.h"
+#include "../core/prepared.h"
 #include "npu.h"
 
 namespace qnnb {
@@ -30,6 +31,15 @@ inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* tabl
                 for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(table[x[i]]);
             });
         });
+    });
+}
+
+// The table of a function of one `bits`-bit input code, out_code(q) for every q: a prepared array
+// (core/prepared.h), so a context binary carries it and its load does not compute it again.
+template <class F> ArrayView<int32_t> code_table(Node& n, uint32_t slot, int bits, F out_code) {
+    const size_t size = size_t{1} << bits;
+    return n.prepared->get<int32_t>(slot, size, [&](int32_t* table) {
+        for (size_t q = 0; q < size; ++q) table[q] = out_code(static_cast<int64_t>(q));
     });
 }
 

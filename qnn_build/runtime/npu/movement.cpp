@@ -76,7 +76,7 @@ struct Recode {
     std::vector<uint8_t> bytes;  // its storage
     const Tensor* src = nullptr;
     Tensor* dst = nullptr;
-    std::vector<int32_t> table;
+    ArrayView<int32_t> table;
 };
 
 void alloc_own(Recode& r, qnnb_dtype dtype, const std::vector<int64_t>& shape, const Encoding& encoding,
@@ -103,16 +103,17 @@ bool check_source(const Tensor* x, std::string& err) {
 }
 
 // Builds the re-encoding of r.src into r.dst's encoding with multipliers mult/shift[0 .. count),
-// one per scale of the source.
-bool prepare_recode(Recode& r, const int32_t* mult, const int32_t* shift, size_t count, std::string& err) {
+// one per scale of the source; an activation's is the node's prepared array `slot`.
+bool prepare_recode(Node& n, uint32_t slot, Recode& r, const int32_t* mult, const int32_t* shift, size_t count,
+                    std::string& err) {
     const Tensor& x = *r.src;
     const Tensor& y = *r.dst;
     const int32_t zp_y = zero_point(y), qmax = qmax_of(y);
     if (!x.is_const()) {
         const int32_t zp_x = zero_point(x);
-        r.table.resize(size_t{1} << x.encoding.bitwidth);
-        for (size_t q = 0; q < r.table.size(); ++q)
-            r.table[q] = requantize_out(static_cast<int64_t>(q) - zp_x, mult[0], shift[0], zp_y, qmax);
+        r.table = misc::code_table(n, slot, x.encoding.bitwidth, [&](int64_t q) {
+            return requantize_out(q - zp_x, mult[0], shift[0], zp_y, qmax);
+        });
         return true;
     }
     const ScaleIndex index(x);
@@ -120,11 +121,11 @@ bool prepare_recode(Recode& r, const int32_t* mult, const int32_t* shift, size_t
         err = "constant '" + x.name + "': its scales do not match its per-channel / block layout";
         return false;
     }
-    const int64_t n = x.numel();
+    const int64_t numel = x.numel();
     with_int_type(y.dtype, [&](auto ty) {
         using TY = decltype(ty);
         TY* out = static_cast<TY*>(r.own.data);
-        for (int64_t i = 0; i < n; ++i) {
+        for (int64_t i = 0; i < numel; ++i) {
             const size_t j = index(i);
             out[i] = static_cast<TY>(requantize_out(int_at(x, i) + x.encoding.offsets[j], mult[j], shift[j], zp_y, qmax));
         }
@@ -181,7 +182,7 @@ bool recode_inputs(Node& n, MoverState& s, size_t first, size_t last, std::strin
             alloc_own(*r, n.out[0]->dtype, x->shape, n.out[0]->encoding, x->name + "/npu_recoded");
             r->src = x;
             r->dst = &r->own;
-            if (!prepare_recode(*r, &mult[k], &shift[k], count, err)) return false;
+            if (!prepare_recode(n, static_cast<uint32_t>(i), *r, &mult[k], &shift[k], count, err)) return false;
             s.shadow.in[i] = r->dst;
             s.before.push_back(std::move(r));
         }
@@ -247,7 +248,7 @@ bool prepare_split(Node& n, std::string& err) {
         r->src = &r->own;
         r->dst = y;
         const int32_t m = static_cast<int32_t>(mult[k]), sh = static_cast<int32_t>(shift[k]);
-        if (!prepare_recode(*r, &m, &sh, 1, err)) return false;
+        if (!prepare_recode(n, static_cast<uint32_t>(n.in.size() + k), *r, &m, &sh, 1, err)) return false;
         s.shadow.out[k] = &r->own;
         s.after.push_back(std::move(r));
     }

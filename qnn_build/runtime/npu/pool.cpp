@@ -31,7 +31,7 @@ struct PoolState {
     int64_t volume = 1;                 // kernel taps
     int32_t zp_x = 0, zp_y = 0, qmax = 0;
     std::vector<int32_t> mult, shift;   // MaxPool: [0]; AveragePool: [c - 1] for count c
-    std::vector<int32_t> table;         // MaxPool with a re-encoding: code -> output code (N20)
+    ArrayView<int32_t> table;           // MaxPool with a re-encoding: code -> output code (N20)
     // AveragePool, per output position of a plane: (taps inside the input) x zp_x, and c - 1.
     std::vector<int64_t> correction;
     std::vector<int32_t> mult_index;
@@ -116,20 +116,19 @@ bool check_io(const Node& n, std::string& err) {
 }
 
 // (N20) table for the output re-encoding of a max/min of codes; empty when the encodings agree.
-void recode_table(const Tensor& x, const Tensor& y, int32_t mult, int32_t shift, std::vector<int32_t>& table) {
-    table.clear();
-    if (same_encoding(x, y)) return;
+ArrayView<int32_t> recode_table(Node& n, int32_t mult, int32_t shift) {
+    const Tensor &x = *n.in[0], &y = *n.out[0];
+    if (same_encoding(x, y)) return {};
     const int32_t zp_x = zero_point(x), zp_y = zero_point(y), qmax = qmax_of(y);
-    table.resize(size_t{1} << x.encoding.bitwidth);
-    for (size_t q = 0; q < table.size(); ++q)
-        table[q] = requantize_out(static_cast<int64_t>(q) - zp_x, mult, shift, zp_y, qmax);
+    return misc::code_table(n, 0, x.encoding.bitwidth,
+                            [&](int64_t q) { return requantize_out(q - zp_x, mult, shift, zp_y, qmax); });
 }
 
 bool prepare_max_pool(Node& n, std::string& err) {
     if (!check_io(n, err)) return false;
     auto& s = n.make_state<PoolState>();
     if (!prepare_window(n, s, err) || !read_mults(n, s, 1, err)) return false;
-    recode_table(*n.in[0], *n.out[0], s.mult[0], s.shift[0], s.table);
+    s.table = recode_table(n, s.mult[0], s.shift[0]);
     return true;
 }
 
@@ -312,7 +311,7 @@ void run_average_pool(Node& n, const ExecContext& ctx) {
 struct GlobalState {
     int64_t planes = 0, size = 0;
     int32_t zp_x = 0, zp_y = 0, qmax = 0, mult = 0, shift = 0;
-    std::vector<int32_t> table;
+    ArrayView<int32_t> table;
 };
 
 bool prepare_global(Node& n, std::string& err) {
@@ -329,7 +328,7 @@ bool prepare_global(Node& n, std::string& err) {
     s.zp_y = zero_point(*n.out[0]);
     s.qmax = qmax_of(*n.out[0]);
     if (!int_params(n, "npu_mult", 1, &s.mult, err) || !int_params(n, "npu_shift", 1, &s.shift, err)) return false;
-    if (n.op == "GlobalMaxPool") recode_table(*x, *n.out[0], s.mult, s.shift, s.table);
+    if (n.op == "GlobalMaxPool") s.table = recode_table(n, s.mult, s.shift);
     return true;
 }
 

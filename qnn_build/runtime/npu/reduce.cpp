@@ -19,7 +19,7 @@ struct ReduceState {
     std::vector<int64_t> kept_dims, kept_strides;
     int64_t outputs = 1;
     int32_t zp_x = 0, zp_y = 0, qmax = 0, mult = 0, shift = 0;
-    std::vector<int32_t> table;  // Max/Min with a re-encoding: code -> output code (N20)
+    ArrayView<int32_t> table;  // Max/Min with a re-encoding: code -> output code (N20)
 };
 
 bool prepare_reduce(Node& n, std::string& err) {
@@ -67,9 +67,9 @@ bool prepare_reduce(Node& n, std::string& err) {
     const bool same = x->dtype == y->dtype && x->encoding.scales == y->encoding.scales &&
                       x->encoding.offsets == y->encoding.offsets;
     if (s.kind != Kind::kSum && !same) {
-        s.table.resize(size_t{1} << x->encoding.bitwidth);
-        for (size_t q = 0; q < s.table.size(); ++q)
-            s.table[q] = requantize_out(static_cast<int64_t>(q) - s.zp_x, s.mult, s.shift, s.zp_y, s.qmax);
+        s.table = misc::code_table(n, 0, x->encoding.bitwidth, [&](int64_t q) {
+            return requantize_out(q - s.zp_x, s.mult, s.shift, s.zp_y, s.qmax);
+        });
     }
     return true;
 }

@@ -25,7 +25,7 @@ static uint64_t read_one(const uint8_t* data, size_t size, const qnnb::Backend* 
     qnnb::plan_memory(&g);
     uint64_t sum = g.arena_bytes;
     for (const auto& t : g.tensors)
-        if (t->is_const()) sum ^= qnnb::xxh64(t->const_data, t->nbytes());
+        if (t->is_const()) sum ^= qnnb::xxh3_64(t->const_data, t->nbytes());
     return sum;
 }
 
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size >= sizeof(qnnb::CtxHeader)) {
         uint64_t file_size = size;
         std::memcpy(copy.data() + offsetof(qnnb::CtxHeader, file_size), &file_size, 8);
-        uint64_t sum = qnnb::xxh64(copy.data() + qnnb::kCtxChecksummedFrom, size - qnnb::kCtxChecksummedFrom);
+        uint64_t sum = qnnb::xxh3_64(copy.data() + qnnb::kCtxChecksummedFrom, size - qnnb::kCtxChecksummedFrom);
         std::memcpy(copy.data() + offsetof(qnnb::CtxHeader, checksum), &sum, 8);
         for (const auto& b : kBackends) read_one(copy.data(), copy.size(), &b);
     }
