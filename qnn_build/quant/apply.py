@@ -54,14 +54,18 @@ def is_bias(node: Node, index: int) -> bool:
 
 
 def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, options: QuantOptions,
-                   overrides: dict | None = None) -> None:
-    """Set `encoding` on every float tensor and store constants as integers (or halves for fp16)."""
+                   overrides: dict | None = None, act_ranges: dict | None = None) -> dict:
+    """Set `encoding` on every float tensor and store constants as integers (or halves for fp16).
+    act_ranges: tensor -> (lo, hi) in place of the range algorithm's (the range search's result).
+    Returns the range taken from statistics per tensor, in graph order: tensor -> (lo, hi, bits)."""
     if precision.name == "fp16":
         _to_fp16(graph)
-        return
+        return {}
     overrides = overrides or {}
-    _encode_activations(graph, precision, stats, options, overrides.get("activations", {}))
+    ranges = _encode_activations(graph, precision, stats, options, overrides.get("activations", {}),
+                                 act_ranges or {})
     _encode_constants(graph, precision, options, overrides.get("params", {}), stats)
+    return ranges
 
 
 def _to_fp16(graph: Graph) -> None:
@@ -147,7 +151,8 @@ def _inherits(source, bits: int) -> bool:
     return enc is not None and (enc.is_float or enc.bitwidth >= bits)
 
 
-def _encode_activations(graph, precision, stats, options, pinned):
+def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
+    chosen = {}
     producer = graph.producers()
     consumers = graph.consumers()
     rec_bits = recurrent_bits(precision.act_bits, options)
@@ -173,10 +178,15 @@ def _encode_activations(graph, precision, stats, options, pinned):
                 raise QnnBuildError(f"calibration statistics have no entry for tensor '{source}' "
                                     f"(statistics from another model or precision settings?)")
             s = stats[source]
-            lo, hi = choose_range(s.min, s.max, s.hist, bits, options.act_range, options.percentile)
+            if source in act_ranges:
+                lo, hi = act_ranges[source]
+            else:
+                lo, hi = choose_range(s.min, s.max, s.hist, bits, options.act_range, options.percentile)
+            chosen.setdefault(source, (lo, hi, bits))
             if name in graph.recurrent:
                 lo, hi = _saturated(graph, name, consumers, lo, hi)
             t.encoding = activation_encoding(lo, hi, bits)
+    return chosen
 
 
 def _encode_constants(graph, precision, options, pinned, stats):
