@@ -74,7 +74,9 @@ class Model:
     context binary loaded (`context=`, no model library needed)."""
 
     def __init__(self, model_lib=None, backend: str = "cpu", threads: int = 1, runtime: str | None = None,
-                 keep_tensors: bool = False, context=None, precision: str | None = None):
+                 keep_tensors: bool = False, context=None, precision: str | None = None, replace: dict | None = None):
+        """replace: tensor name -> (Encoding or None, constant data or None), put in place of the
+        library's while it composes (runtime/reencode.py; the range search)."""
         self.timings: dict[str, float] = {}
         self.backend = backend
         self.precision: str | None = None  # of a model library (a context does not record it)
@@ -98,6 +100,10 @@ class Model:
         _check_precision(model_lib, self.precision, precision)
         t1 = time.perf_counter()
         self._create(backend, threads, keep_tensors)
+        if replace:
+            from .reencode import Reencoded
+            self._reencoded = Reencoded(self._lib, replace)  # alive until finalize has copied what it holds
+            compose = self._reencoded.compose
         self._check(self._rt.qnnb_graph_compose(self._graph, ctypes.cast(compose, ctypes.c_void_p)), "compose")
         t2 = time.perf_counter()
         self.inputs = self._io(False)
