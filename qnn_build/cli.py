@@ -67,6 +67,10 @@ def _load_config(args, defaults: dict) -> None:
 
 def _quant_options(args):
     from .quant import QuantOptions
+    from .quant.ranges import RANGE_ALGORITHMS
+    if args.act_range not in RANGE_ALGORITHMS:  # a --config value: argparse checked only the command line
+        raise QnnBuildError(f"act_range: unknown range algorithm '{args.act_range}' (one of "
+                            f"{', '.join(RANGE_ALGORITHMS)})")
     return QuantOptions(act_range=args.act_range, weight_range=args.weight_range, percentile=args.percentile,
                         per_channel=not args.per_tensor, block_size=args.block_size,
                         bias_correction=bool(args.bias_correction), recurrent_bits=args.recurrent_bits)
@@ -296,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--input-list", "--calibration", dest="calibration", metavar="FILE",
                    help="calibration data: a qnn-net-run input list or an .npz (key = input name, [N, *shape])")
     q.add_argument("--calibration-stats", metavar="FILE", help="statistics from `qnn-build calibrate` (skips running)")
-    q.add_argument("--act-range", choices=["minmax", "percentile", "mse"], help="activation range algorithm")
+    q.add_argument("--act-range", choices=["minmax", "percentile", "mse", "search"],
+                   help="activation range algorithm (search: scored by the output error on the calibration samples)")
     q.add_argument("--weight-range", choices=["minmax", "mse"], help="weight range algorithm")
     q.add_argument("--percentile", type=float, help="percentile for --act-range percentile (default 99.99)")
     q.add_argument("--per-tensor", action="store_true", default=None, help="one weight scale per tensor")

@@ -87,8 +87,11 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
         pinned = load_overrides(overrides, graph) if overrides else None
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
+        act_ranges = None
+        if prec.is_quantized and options.act_range == "search":  # hook: the range search, (13)-(15)
+            act_ranges = _search(graph, prec, stats, options, pinned, calibration)
         try:
-            quantize_graph(graph, prec, stats, options, pinned)
+            quantize_graph(graph, prec, stats, options, pinned, act_ranges)
         except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in
             raise QnnBuildError(f"{source}: {e}") from None
         if float_consts is not None:  # hook: --float-fallback, after quantization
@@ -96,6 +99,14 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
         if prec.is_quantized:
             add_npu_params(graph)
     return write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
+
+
+def _search(graph, prec, stats, options, pinned, calibration) -> dict:
+    from .quant.range_search import search_ranges
+    if not calibration:
+        raise QnnBuildError("act_range search runs the model over the calibration samples: give the calibration "
+                            "data (--calibration), not only statistics")
+    return search_ranges(graph, prec, stats, options, pinned, calibration).ranges
 
 
 def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,

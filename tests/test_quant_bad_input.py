@@ -44,6 +44,8 @@ def work(tmp_path_factory):
     (d / "unknown.json").write_text(json.dumps({"activation_encodings": {"nope": [{"bitwidth": 16}]}}))
     (d / "bits.json").write_text(json.dumps({"param_encodings": {"w1": [{"bitwidth": 12, "dtype": "int"}]}}))
     (d / "broken.json").write_text('{"activation_encodings": ')
+    (d / "serch.json").write_text(json.dumps({"act_range": "serch"}))
+    assert qnn_build("calibrate", "m.onnx", "--calibration", "good.npz", "-o", "stats.npz", "-q", cwd=d).returncode == 0
     assert convert(d, "--precision", "w8a8", "--calibration", "good.npz").returncode == 0
     return d
 
@@ -74,6 +76,10 @@ CASES = [
     (["--calibration", "good.npz", "--quantization-overrides", "broken.json"], "broken.json"),
     (["--calibration", "good.npz", "--quantization-overrides", "absent.json"],
      "absent.json: quantization overrides file not found"),
+    (["--calibration", "good.npz", "--config", "serch.json"],
+     "act_range: unknown range algorithm 'serch' (one of minmax, percentile, mse, search)"),
+    (["--calibration-stats", "stats.npz", "--act-range", "search"],
+     "act_range search runs the model over the calibration samples: give the calibration data (--calibration)"),
 ]
 
 

@@ -197,7 +197,7 @@ BAD = [
      "models/digits_cnn.yaml:12: quantization.block_size: only applies to 4-bit weights (w4a8, w4a16), "
      "and precisions has none; remove it or set it to null"),
     ("bad enum", "block_size: 32", "act_range: minmx",
-     "models/digits_cnn.yaml:12: quantization.act_range: expected one of 'minmax', 'percentile', 'mse'; "
+     "models/digits_cnn.yaml:12: quantization.act_range: expected one of 'minmax', 'percentile', 'mse', 'search'; "
      "got 'minmx'; did you mean 'minmax'?"),
     ("labels key not in data", "labels: labels", "labels: label",
      "models/digits_cnn.yaml:15: test.labels: models/digits_cnn/test.npz has no array for labels 'label' "

@@ -6,18 +6,21 @@ import numpy as np
 from ..errors import QnnBuildError
 from .encoding import activation_encoding
 
-RANGE_ALGORITHMS = ("minmax", "percentile", "mse")
+RANGE_ALGORITHMS = ("minmax", "percentile", "mse", "search")
 
 
 def choose_range(lo: float, hi: float, hist: np.ndarray, bits: int, algorithm: str,
                  percentile: float = 99.99) -> tuple[float, float]:
+    if algorithm not in RANGE_ALGORITHMS:
+        raise QnnBuildError(f"unknown range algorithm '{algorithm}' (one of {', '.join(RANGE_ALGORITHMS)})")
+    if algorithm == "search":  # range_search.py picks the ranges; it never reaches here
+        raise QnnBuildError("act_range search runs the model over the calibration samples: give the "
+                            "calibration data (--calibration), not only statistics")
     if algorithm == "minmax" or hist is None or hist.sum() == 0 or hi <= lo:
         return lo, hi
     if algorithm == "percentile":
         return _percentile_range(lo, hi, hist, percentile)
-    if algorithm == "mse":
-        return _mse_range(lo, hi, hist, bits)
-    raise QnnBuildError(f"unknown range algorithm '{algorithm}' (one of {', '.join(RANGE_ALGORITHMS)})")
+    return _mse_range(lo, hi, hist, bits)
 
 
 def _bin_centres(lo, hi, n):

@@ -1,0 +1,151 @@
+"""The range search (`act_range: search`): each activation range moved, one at a time, to the
+candidate that makes the quantized model's outputs closest to the float model's on the calibration
+samples. Equations: docs/quantization.md (13)-(16).
+
+Scoring runs the real cpu backend (the float simulation of the integer model): the float graph and
+the graph quantized with the starting ranges are each compiled once, and every candidate is the
+starting library composed with the candidate's encodings and biases in place (runtime/reencode.py),
+quantized by the same quantize_graph as the model convert writes. Deterministic: a fixed candidate
+list, a fixed order, one thread, the first samples of the set, a tie keeps the current range.
+"""
+
+import copy
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .apply import quantize_graph
+from .calibrate import iter_samples
+from .encoding import activation_encoding
+from .ranges import choose_range
+
+SEARCH_START = "minmax"                 # the fixed method the search starts from
+SEARCH_PERCENTILES = (99.999, 99.99, 99.9)
+SEARCH_PASSES = 2                       # sweeps over all tensors at most; stops early when one changes nothing
+SEARCH_SAMPLES = 128                    # the first calibration samples score a candidate
+SEARCH_SIGNIFICANCE = 2.0               # (16): standard errors a move must gain by
+
+
+@dataclasses.dataclass
+class SearchResult:
+    ranges: dict          # tensor -> (lo, hi), for quantize_graph(act_ranges=...)
+    start_error: float    # (13) with the starting ranges
+    error: float          # (13) with the ranges found
+    evaluations: int
+    changed: list         # tensors whose range moved
+
+
+def candidate_ranges(stats, bits: int) -> list[tuple[float, float]]:
+    """(14): minmax, percentiles clipping both tails, and the mse range (10); one per encoding."""
+    s = stats
+    cands = [(s.min, s.max)]
+    cands += [choose_range(s.min, s.max, s.hist, bits, "percentile", p) for p in SEARCH_PERCENTILES]
+    cands.append(choose_range(s.min, s.max, s.hist, bits, "mse"))
+    out, seen = [], set()
+    for lo, hi in cands:
+        key = _encoding_key(lo, hi, bits)
+        if key not in seen:
+            seen.add(key)
+            out.append((float(lo), float(hi)))
+    return out
+
+
+def _encoding_key(lo, hi, bits):
+    enc = activation_encoding(lo, hi, bits)
+    return float(enc.scales[0]), int(enc.offsets[0])
+
+
+def search_ranges(graph, precision, stats, options, pinned, calibration) -> SearchResult:
+    """The ranges (15) finds for `graph` (the float graph; not modified)."""
+    with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
+        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp))
+        try:
+            return _greedy(scorer, stats)
+        finally:
+            scorer.close()
+
+
+def _greedy(scorer, stats) -> SearchResult:
+    """(15): coordinate descent over the tensors in graph order; a move is kept only if it lowers (13)
+    significantly, (16), so a move that helps a few samples at the cost of the rest is not taken."""
+    current = {name: (lo, hi) for name, (lo, hi, _) in scorer.start.items()}
+    start = scored = scorer.error(current)
+    count = 1
+    candidates = {name: candidate_ranges(stats[name], bits) for name, (_, _, bits) in scorer.start.items()}
+    for _ in range(SEARCH_PASSES):
+        moved = False
+        for name, (_, _, bits) in scorer.start.items():
+            now = _encoding_key(*current[name], bits)
+            for cand in candidates[name]:
+                if _encoding_key(*cand, bits) == now:
+                    continue
+                trial = {**current, name: cand}
+                e = scorer.error(trial)
+                count += 1
+                if _significantly_lower(e, scored):
+                    scored, current, moved = e, trial, True
+                    now = _encoding_key(*cand, bits)
+        if not moved:
+            break
+    changed = [n for n, (_, _, bits) in scorer.start.items()
+               if _encoding_key(*current[n], bits) != _encoding_key(*scorer.start[n][:2], bits)]
+    return SearchResult(current, float(start.sum()), float(scored.sum()), count, changed)
+
+
+def _significantly_lower(new: np.ndarray, old: np.ndarray) -> bool:
+    """(16): the per-sample differences' sum is below zero by SEARCH_SIGNIFICANCE standard errors."""
+    d = new - old
+    return float(d.sum()) + SEARCH_SIGNIFICANCE * np.sqrt(len(d)) * float(d.std()) < 0
+
+
+class _Scorer:
+    """(13) for a set of activation ranges, on the cpu backend."""
+
+    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path):
+        from ..convert import write_artifacts
+        from ..runtime.binding import Model
+        from ..toolchain import build_model_lib
+
+        self._float_graph = copy.deepcopy(graph)
+        self._args = (precision, stats, dataclasses.replace(options, act_range=SEARCH_START), pinned)
+        start_graph = copy.deepcopy(graph)
+        self.start = quantize_graph(start_graph, *self._args)
+        libs = {}
+        for kind, g, prec in (("float", copy.deepcopy(graph), "fp32"), ("start", start_graph, precision.name)):
+            write_artifacts(g, tmp / kind, "model.onnx", prec)
+            libs[kind] = build_model_lib(tmp / kind / "model.cpp", tmp / kind / "model.bin", tmp / kind / "lib.so")
+        self._lib = libs["start"]
+        self._model_cls = Model
+        with Model(libs["float"], threads=1) as ref_model:
+            _, stream = iter_samples(calibration, ref_model.inputs)
+            self.samples = [feeds for _, feeds in zip(range(SEARCH_SAMPLES), stream())]
+            self._ref = [ref_model.run(f) for f in self.samples]
+        names = [n for n, v in self._ref[0].items() if np.issubdtype(v.dtype, np.floating)]
+        self._power = {n: sum(float(np.sum(np.square(r[n], dtype=np.float64))) for r in self._ref) for n in names}
+        self._biases = {n for n, t in start_graph.tensors.items()
+                        if t.is_const and t.encoding is not None and t.const.dtype == np.int32}
+
+    def error(self, ranges: dict) -> np.ndarray:
+        """(13) per sample n: Σ over outputs of ||ŷ_n − y_n||² / Σ_m ||y_m||² (their sum is (13))."""
+        g = copy.deepcopy(self._float_graph)
+        quantize_graph(g, *self._args, act_ranges=ranges)
+        replace = {}
+        for name, t in g.tensors.items():
+            if t.encoding is None:
+                continue
+            if not t.is_const:
+                replace[name] = (t.encoding, None)
+            elif name in self._biases:
+                replace[name] = (t.encoding, t.const)
+        per_sample = np.zeros(len(self.samples))
+        with self._model_cls(self._lib, threads=1, replace=replace) as model:
+            for i, (feeds, ref) in enumerate(zip(self.samples, self._ref)):
+                out = model.run(feeds)
+                per_sample[i] = sum(float(np.sum(np.square(out[n].astype(np.float64) - ref[n]))) / max(p, 1e-300)
+                                    for n, p in self._power.items())
+        return per_sample
+
+    def close(self):
+        self.samples, self._ref = [], []

@@ -1,0 +1,98 @@
+"""The range search (`act_range: search`, docs/quantization.md (13)-(15)): it never ends worse than
+its starting ranges on the calibration objective, its scoring (a library composed with other
+encodings) equals the library convert writes, and it gives the same bytes twice."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from qnn_build.convert import build_graph, calibrate, convert
+from qnn_build.quant import QuantOptions, parse_precision
+from qnn_build.quant.encoding import activation_encoding
+from qnn_build.quant.range_search import SEARCH_PASSES, _Scorer, candidate_ranges, search_ranges
+from qnn_build.runtime import load
+from qnn_build.toolchain import build_model_lib
+
+RNG = np.random.default_rng(3)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A conv net with a HardSwish, a bias and an input whose channel 0 has rare large values that the
+    first conv nearly ignores: clipping them is worth it at 8 bits."""
+    d = tmp_path_factory.mktemp("search")
+    w1 = (RNG.standard_normal((8, 3, 3, 3)) * 0.5).astype(np.float32)
+    w1[:, 0] *= 0.01
+    b1 = RNG.standard_normal(8).astype(np.float32)
+    w2 = (RNG.standard_normal((6, 8, 3, 3)) * 0.3).astype(np.float32)
+    wf = (RNG.standard_normal((96, 4)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1"),
+             helper.make_node("HardSwish", ["c1"], ["h1"], name="hswish"),
+             helper.make_node("Conv", ["h1", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu"),
+             helper.make_node("Flatten", ["r2"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "wf"], ["y"], name="fc")]
+    graph = helper.make_graph(nodes, "s", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in {"w1": w1, "b1": b1, "w2": w2, "wf": wf}.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), d / "model.onnx")
+    x = RNG.standard_normal((32, 1, 3, 8, 8))
+    x[:, :, 0] = RNG.standard_t(2, (32, 1, 8, 8)) * 3
+    np.savez(d / "calib.npz", x=x.astype(np.float32))
+    return d
+
+
+@pytest.mark.parametrize("precision,options", [
+    ("w8a8", QuantOptions(act_range="search")),
+    ("w8a8", QuantOptions(act_range="search", bias_correction=True)),
+    ("w4a8", QuantOptions(act_range="search")),
+    ("w8a16", QuantOptions(act_range="search")),
+], ids=["w8a8", "w8a8-bias-correction", "w4a8", "w8a16"])
+def test_the_search_never_ends_worse_than_its_start(work, precision, options):
+    graph = build_graph(work / "model.onnx", lower_rnn=True)
+    stats = calibrate(work / "model.onnx", work / "calib.npz")
+    prec = parse_precision(precision)
+    result = search_ranges(graph, prec, stats, options, None, work / "calib.npz")
+    assert result.error <= result.start_error
+    assert "r2" in result.ranges and "c2" not in result.ranges  # c2 takes the Relu's encoding (fused)
+    bound = sum(len(candidate_ranges(stats[n], prec.act_bits)) for n in result.ranges)
+    assert result.evaluations <= 1 + SEARCH_PASSES * bound
+    if precision == "w8a8":  # the outliers make clipping pay at 8 bits
+        assert result.changed and result.error < result.start_error
+
+
+def test_the_search_scores_what_convert_writes(work):
+    """(13) from the library composed with the found encodings equals (13) from the converted library."""
+    graph = build_graph(work / "model.onnx", lower_rnn=True)
+    stats = calibrate(work / "model.onnx", work / "calib.npz")
+    precision, options = parse_precision("w8a8"), QuantOptions(act_range="search")
+    result = search_ranges(graph, precision, stats, options, None, work / "calib.npz")
+    scorer = _Scorer(graph, precision, stats, options, None, work / "calib.npz", work / "scorer")
+    assert scorer.error(result.ranges).sum() == result.error
+
+    convert(work / "model.onnx", work / "out", precision="w8a8", calibration=work / "calib.npz", options=options)
+    model = load(build_model_lib(work / "out" / "model.cpp", work / "out" / "model.bin", work / "out" / "lib.so"))
+    ref = load(build_model_lib(work / "scorer" / "float" / "model.cpp", work / "scorer" / "float" / "model.bin",
+                               work / "scorer" / "float.so"))
+    xs = np.load(work / "calib.npz")["x"]
+    ours = np.stack([model.run({"x": x})["y"] for x in xs]).astype(np.float64)
+    floats = np.stack([ref.run({"x": x})["y"] for x in xs]).astype(np.float64)
+    assert np.sum((ours - floats) ** 2) / np.sum(floats ** 2) == pytest.approx(result.error, rel=1e-12)
+
+
+def test_the_search_gives_the_same_bytes_twice(work):
+    for out in ("a", "b"):
+        convert(work / "model.onnx", work / out, precision="w8a8", calibration=work / "calib.npz",
+                options=QuantOptions(act_range="search"))
+    for name in ("model.cpp", "model.bin", "model.encodings.json"):
+        assert (work / "a" / name).read_bytes() == (work / "b" / name).read_bytes(), name
+
+
+def test_candidates_start_with_minmax_and_differ_in_encoding(work):
+    stats = calibrate(work / "model.onnx", work / "calib.npz")
+    for name in ("x", "h1", "r2"):
+        cands = candidate_ranges(stats[name], 8)
+        assert cands[0] == (stats[name].min, stats[name].max)
+        keys = {(float(e.scales[0]), int(e.offsets[0])) for e in (activation_encoding(lo, hi, 8) for lo, hi in cands)}
+        assert len(keys) == len(cands) >= 2
