@@ -3,7 +3,7 @@
     python bench/bench_quant.py [--calib 100] [--test 200] [--models digits_cnn,transformer_block]
                                 [--model PATH [--input-dim NAME DIMS] [--input-value NAME VALUE]
                                               [--calibration NPZ] [--test-data NPZ]]...
-                                [--tools ours,ort,nncf] [--markdown FILE]
+                                [--tools ours,ort,nncf] [--only TEXT,...] [--markdown FILE]
 
 One run. For every shipped model (models/<name>/model.onnx with its calibration.npz and test.npz,
 dynamic dims pinned to 1, or as a models/*.yaml spec pins them) and every extra `--model`, every
@@ -77,6 +77,7 @@ def ours_settings(block_size: int) -> list[Setting]:
         ("ours w8a8 minmax", "w8a8", {}),
         ("ours w8a8 minmax, 8-bit recurrence", "w8a8", {"recurrent_bits": 8}),  # LSTM/GRU at the precision's bits
         ("ours w8a8 percentile", "w8a8", {"act_range": "percentile"}),
+        ("ours w8a8 search", "w8a8", {"act_range": "search"}),
         ("ours w8a8 mse", "w8a8", {"act_range": "mse", "weight_range": "mse"}),
         ("ours w8a8 mse+cle", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True}),
         ("ours w8a8 mse+cle+biascorr", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True,
@@ -532,6 +533,8 @@ def main(argv=None) -> int:
     ap.add_argument("--test-data", action=ExtraModel, metavar="NPZ",
                     help="test data of the preceding --model (default: random normal, another seed)")
     ap.add_argument("--tools", default="ours,ort,nncf", help="which tools (default ours,ort,nncf)")
+    ap.add_argument("--only", metavar="TEXT,...",
+                    help="only the settings whose label holds one of these texts, e.g. 'w8a8 minmax,search,MinMax'")
     ap.add_argument("--block-size", type=int, default=32, help="4-bit block size, all tools (default 32)")
     ap.add_argument("--percentile", type=float, default=99.99,
                     help="percentile for ours and onnxruntime's Percentile calibration (default 99.99)")
@@ -551,6 +554,8 @@ def main(argv=None) -> int:
     if "ours" in tools:
         settings += ours_settings(args.block_size)
     settings += [s for s in peer_settings(args.block_size) if s.tool.split("-")[0] in tools]
+    if args.only:
+        settings = [s for s in settings if any(text in s.label for text in args.only.split(","))]
 
     versions = peers.versions()
     print("peers: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
