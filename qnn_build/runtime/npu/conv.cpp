@@ -246,7 +246,7 @@ void run_direct(Node& n, ConvState& s, const ExecContext& ctx) {
 
 constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
-void prepare_vnni(ConvState& s) {
+void prepare_vnni(Node& n, ConvState& s) {
     const Geometry& g = s.g;
     const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
     s.cg4 = (cg + 3) / 4 * 4;
@@ -259,8 +259,8 @@ void prepare_vnni(ConvState& s) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
         const int16_t* wg = s.w.data() + grp * mg * cg * taps;
         VnniWeights& vw = s.vw[static_cast<size_t>(grp)];
-        pack_vnni(mg, taps, s.cg4, [&](int64_t c, int64_t t, int64_t k) { return k < cg ? wg[(c * cg + k) * taps + t] : 0; },
-                  vw);
+        pack_vnni(n, static_cast<uint32_t>(2 * grp), mg, taps, s.cg4,
+                  [&](int64_t c, int64_t t, int64_t k) { return k < cg ? wg[(c * cg + k) * taps + t] : 0; }, vw);
         std::vector<int64_t> comp(static_cast<size_t>(mg));
         for (int64_t c = 0; c < mg; ++c) comp[c] = s.p.bias[grp * mg + c] - static_cast<int64_t>(s.zp_x) * vw.colsum[c];
         prepare_requant(s.p, grp * mg, comp, false, s.rq[static_cast<size_t>(grp)]);
@@ -372,7 +372,7 @@ bool prepare_conv(Node& n, std::string& err) {
         s.path = Path::Reference;
     } else if (vnni) {
         s.path = Path::Vnni;
-        prepare_vnni(s);
+        prepare_vnni(n, s);
     } else if (n.in[0]->dtype == QNNB_UINT8 && prepare_depthwise(g, s.pd, s.p, s.w, wmax, s.zp_x, s.dw)) {
         s.path = Path::Depthwise;
     } else {

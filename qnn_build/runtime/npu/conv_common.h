@@ -86,38 +86,53 @@ constexpr int kVnniBlock = 64;  // channels per block: 4 vectors of 16
 struct VnniWeights {
     int64_t channels = 0, taps = 1, kq = 0;  // kq: K per tap in groups of 4
     int64_t cblocks = 0;
-    std::vector<int8_t> data;                // [cblock][tap][kq][vector][16 channels][4]
-    std::vector<int32_t> colsum;             // sum of each channel's weights (for the zero point)
+    ArrayView<int8_t> data;                  // [cblock][tap][kq][vector][16 channels][4]
+    ArrayView<int32_t> colsum;               // sum of each channel's weights (for the zero point)
     int vectors(int64_t cb) const {
         const int64_t left = channels - cb * kVnniBlock;
         return static_cast<int>(left >= kVnniBlock ? 4 : (left + 15) / 16);
     }
 };
 
-// w(c, t, k) for channel c < channels, tap t < taps, k < k_per_tap: an int8 value.
+// w(c, t, k) for channel c < channels, tap t < taps, k < k_per_tap: an int8 value. The packed
+// weights and their sums are the node's prepared arrays `slot` and `slot + 1` (core/prepared.h):
+// a context binary carries them, packed.
 template <class W>
-void pack_vnni(int64_t channels, int64_t taps, int64_t k_per_tap, W w, VnniWeights& p) {
+void pack_vnni(Node& n, uint32_t slot, int64_t channels, int64_t taps, int64_t k_per_tap, W w, VnniWeights& p) {
     p.channels = channels;
     p.taps = taps;
     p.kq = (k_per_tap + 3) / 4;
     p.cblocks = (channels + kVnniBlock - 1) / kVnniBlock;
     const int64_t block_bytes = taps * p.kq * 4 * 64;
-    p.data.assign(static_cast<size_t>(p.cblocks * block_bytes), 0);
-    p.colsum.assign(static_cast<size_t>(p.cblocks * kVnniBlock), 0);
-    for (int64_t cb = 0; cb < p.cblocks; ++cb) {
-        const int nv = p.vectors(cb);
-        int8_t* dst = p.data.data() + cb * block_bytes;
-        for (int64_t t = 0; t < taps; ++t)
-            for (int64_t q = 0; q < p.kq; ++q)
-                for (int v = 0; v < nv; ++v)
-                    for (int lane = 0; lane < 16; ++lane)
-                        for (int i = 0; i < 4; ++i) {
-                            const int64_t c = cb * kVnniBlock + v * 16 + lane, k = q * 4 + i;
-                            const int value = (c < channels && k < k_per_tap) ? w(c, t, k) : 0;
-                            dst[(((t * p.kq + q) * nv + v) * 16 + lane) * 4 + i] = static_cast<int8_t>(value);
-                            p.colsum[cb * kVnniBlock + v * 16 + lane] += value;
-                        }
-    }
+    // Every (channel block, tap, kq, vector, lane, byte) position with its channel c and k.
+    auto each = [&](auto visit) {
+        for (int64_t cb = 0; cb < p.cblocks; ++cb) {
+            const int nv = p.vectors(cb);
+            for (int64_t t = 0; t < taps; ++t)
+                for (int64_t q = 0; q < p.kq; ++q)
+                    for (int v = 0; v < nv; ++v)
+                        for (int lane = 0; lane < 16; ++lane)
+                            for (int i = 0; i < 4; ++i) {
+                                const int64_t c = cb * kVnniBlock + v * 16 + lane, k = q * 4 + i;
+                                const int value = (c < channels && k < k_per_tap) ? w(c, t, k) : 0;
+                                visit(cb * block_bytes + (((t * p.kq + q) * nv + v) * 16 + lane) * 4 + i,
+                                      cb * kVnniBlock + v * 16 + lane, value);
+                            }
+        }
+    };
+    const size_t columns = static_cast<size_t>(p.cblocks * kVnniBlock);
+    std::vector<int32_t> sums;  // summed in the same pass when the weights are packed here
+    p.data = n.prepared->get<int8_t>(slot, static_cast<size_t>(p.cblocks * block_bytes), [&](int8_t* data) {
+        sums.assign(columns, 0);
+        each([&](int64_t at, int64_t column, int value) {
+            data[at] = static_cast<int8_t>(value);
+            sums[static_cast<size_t>(column)] += value;
+        });
+    });
+    p.colsum = n.prepared->get<int32_t>(slot + 1, columns, [&](int32_t* colsum) {
+        if (!sums.empty()) std::copy(sums.begin(), sums.end(), colsum);
+        else each([&](int64_t, int64_t column, int value) { colsum[column] += value; });
+    });
 }
 
 // One channel block cb for 6 rows: rows[r] + tap_off[t] is row r's 4·kq bytes for tap t.

@@ -131,7 +131,7 @@ void conv_transpose_scatter(const TransposeState& s, const TX* x, TY* y, const E
 
 constexpr int64_t kPixelChunk = 16 * kVnniRows;  // input pixels per task
 
-void prepare_block(TransposeState& s) {
+void prepare_block(Node& n, TransposeState& s) {
     const Geometry& g = s.g;
     const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
     s.cg4 = (cg + 3) / 4 * 4;
@@ -142,8 +142,8 @@ void prepare_block(TransposeState& s) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
         VnniWeights& vw = s.vw[static_cast<size_t>(grp)];
         const int16_t* wg = s.w.data() + grp * cg * mg * taps;  // [ci][m][t]
-        pack_vnni(mg * taps, 1, cg, [&](int64_t col, int64_t, int64_t k) { return wg[(k * mg + col % mg) * taps + col / mg]; },
-                  vw);
+        pack_vnni(n, static_cast<uint32_t>(2 * grp), mg * taps, 1, cg,
+                  [&](int64_t col, int64_t, int64_t k) { return wg[(k * mg + col % mg) * taps + col / mg]; }, vw);
         s.cpad = vw.cblocks * kVnniBlock;
         for (int64_t col = 0; col < s.cpad; ++col) s.zpw.push_back(s.zp_x * vw.colsum[static_cast<size_t>(col)]);
         prepare_requant(s.p, grp * mg, std::vector<int64_t>(s.p.bias.begin() + grp * mg, s.p.bias.begin() + (grp + 1) * mg),
@@ -251,7 +251,7 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
     s.scatter = !s.p.blockwise() && !force_reference();
     s.block = QNNB_NPU_BLOCK && s.scatter && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && s.p.sign == 1 &&
               fits_int32(255, 128, g.cg() * g.taps());
-    if (s.block) prepare_block(s);
+    if (s.block) prepare_block(n, s);
     return true;
 }
 
