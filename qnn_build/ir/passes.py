@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .gelu_fusion import fuse_gelu
 from .graph import Graph, Node
 
 
@@ -74,7 +75,7 @@ def fold_batchnorm(graph: Graph) -> None:
     graph.prune()
 
 
-PASSES = [drop_identities, fold_batchnorm]
+PASSES = [drop_identities, fold_batchnorm, fuse_gelu]
 
 
 def run_passes(graph: Graph) -> Graph:
