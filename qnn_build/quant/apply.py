@@ -53,6 +53,15 @@ def is_bias(node: Node, index: int) -> bool:
     return index == 2 and node.op_type in ("Conv", "ConvTranspose", "Gemm")
 
 
+# Bits of a constant added to an activation (docs/quantization.md, "Other parameters").
+ADDED_BITS = 16
+
+
+def is_added(node: Node, index: int) -> bool:
+    """A constant operand that is added, not multiplied: its rounding reaches the output unscaled."""
+    return node.op_type in ("Add", "Sub") or (node.op_type == "LayerNormalization" and index == 2)
+
+
 def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, options: QuantOptions,
                    overrides: dict | None = None, act_ranges: dict | None = None) -> dict:
     """Set `encoding` on every float tensor and store constants as integers (or halves for fp16).
@@ -213,7 +222,7 @@ def _encode_constants(graph, precision, options, pinned, stats):
                 enc = _weight(node, graph, values, axes, weight_bits, options)
             else:
                 absmax = np.array([np.abs(values).max() if values.size else 0.0])
-                enc = symmetric_encoding(absmax, param_bits)
+                enc = symmetric_encoding(absmax, max(param_bits, ADDED_BITS) if is_added(node, index) else param_bits)
             if enc.is_float:
                 t.const = values.astype(np.float16)
                 t.dtype = np.dtype(np.float16)
