@@ -1,15 +1,20 @@
 // Init-time breakdown in C, without Python in the timed loop (docs/benchmarks.md, "Init time"):
-// compose alone, compose + finalize, a context binary from its path (open, map, check, bind) and
-// from memory, and the checksum alone; mean over 2000 runs, printed twice (the first is warm-up).
+// compose alone, compose + finalize, a context binary from its path (open, read or map, check, bind)
+// and from memory, the checksum alone (mean over 2000 runs), and "cold": dlopen of a fresh copy of
+// the library + compose + finalize (mean over 300 runs, dlclose'd after each). Printed twice (the
+// first is warm-up).
 //
-//   g++ -O2 -std=c++17 -Iqnn_build/runtime/include bench/init_breakdown.cpp
+//   g++ -O2 -march=native -std=c++17 -Iqnn_build/runtime/include bench/init_breakdown.cpp
 //       qnn_build/runtime/core/checksum.cpp -o /tmp/init_breakdown -ldl -LRT -lqnnb -Wl,-rpath,RT
 //   /tmp/init_breakdown libmodel.so model.ctx cpu         (RT: the folder of libqnnb.so)
 #include <dlfcn.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "qnnb.h"
 
@@ -18,6 +23,28 @@ uint64_t xxh3_64(const void* data, size_t size);
 }
 
 using Clock = std::chrono::steady_clock;
+
+// dlopen of a library this process has not mapped yet + compose + finalize: a copy of it, loaded
+// and dlclose'd each run, so the loader does its whole work every time.
+static double cold_load(const char* lib, const char* backend) {
+    const std::string copy = "/tmp/init_breakdown_cold_" + std::to_string(getpid()) + ".so";
+    if (std::system(("cp '" + std::string(lib) + "' " + copy).c_str()) != 0) std::exit(2);
+    const int n = 300;
+    double total = 0;
+    for (int i = 0; i < n; ++i) {
+        auto t0 = Clock::now();
+        void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+        auto compose = h ? reinterpret_cast<qnnb_compose_fn>(dlsym(h, QNNB_MODEL_COMPOSE_SYMBOL)) : nullptr;
+        qnnb_graph* g = nullptr;
+        qnnb_graph_create(backend, &g);
+        if (!compose || qnnb_graph_compose(g, compose) != QNNB_OK || qnnb_graph_finalize(g) != QNNB_OK) std::exit(1);
+        total += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        qnnb_graph_free(g);
+        dlclose(h);
+    }
+    std::remove(copy.c_str());
+    return total / n;
+}
 
 int main(int argc, char** argv) {
     if (argc != 4) {
@@ -62,8 +89,9 @@ int main(int argc, char** argv) {
         auto t0 = Clock::now();
         for (int i = 0; i < n; ++i) sink = sink + qnnb::xxh3_64(buf, static_cast<size_t>(size));
         double sum = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
+        double cold = cold_load(argv[1], backend);
         std::printf("compose %.1f us, compose+finalize %.1f us, context from file %.1f us, from memory %.1f us "
-                    "(%ld bytes; checksum alone %.1f us)\n", c, cf, file, mem, size, sum);
+                    "(%ld bytes; checksum alone %.1f us); cold library %.1f us\n", c, cf, file, mem, size, sum, cold);
     }
     return 0;
 }
