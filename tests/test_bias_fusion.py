@@ -4,13 +4,11 @@ int32 bias (qnn_build/ir/bias_fusion.py); anything else is left as it is."""
 import json
 
 import numpy as np
-import onnxruntime as ort
 import pytest
+from float_check import convert_and_compare
 from onnx import TensorProto, helper, numpy_helper
 
 from qnn_build.convert import convert
-from qnn_build.runtime.binding import Model
-from qnn_build.toolchain import build_model_lib
 
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((8, 6)).astype(np.float32)
@@ -44,19 +42,12 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_matmul_bias_fusion(tmp_path, x_shape, bias_shape, bias_first, second_reader, fused):
     onnx_model = model(x_shape, bias_shape, bias_first, second_reader)
-    path = tmp_path / "model.onnx"
-    path.write_bytes(onnx_model.SerializeToString())
     x = RNG.standard_normal(x_shape).astype(np.float32)
-    np.savez(tmp_path / "calibration.npz", x=RNG.standard_normal((16, *x_shape)).astype(np.float32))
-
-    desc = convert(path, tmp_path / "fp32")
+    desc = convert_and_compare(onnx_model, tmp_path, {"x": x}, tol=1e-5)
     assert ("Gemm" in desc["ops"] and "Add" not in desc["ops"]) == fused, desc["ops"]
-    lib = build_model_lib(tmp_path / "fp32/model.cpp", tmp_path / "fp32/model.bin", tmp_path / "libfp32.so")
-    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    with Model(lib) as m:
-        got = m.run({"x": x})
-    for name, value in zip([o.name for o in onnx_model.graph.output], expected):
-        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-5)
+
+    path = tmp_path / "model.onnx"
+    np.savez(tmp_path / "calibration.npz", x=RNG.standard_normal((16, *x_shape)).astype(np.float32))
 
     convert(path, tmp_path / "w8a8", precision="w8a8", calibration=tmp_path / "calibration.npz")
     params = json.loads((tmp_path / "w8a8/model.encodings.json").read_text())["param_encodings"]
