@@ -14,9 +14,10 @@ from qnn_build.convert import convert
 
 RNG = np.random.default_rng(0)
 SHAPE = [2, 8]
+SQRT2 = math.sqrt(2.0)
 
 
-def gelu_model(shape: str, divisor=math.sqrt(2.0), half=0.5, erf_read_twice=False):
+def gelu_model(shape: str, divisor=SQRT2, half=0.5, erf_read_twice=False):
     """x -> Relu -> GELU (in one of the exported shapes) -> y; the Relu keeps x an activation."""
     consts = {"sqrt2": divisor, "inv_sqrt2": 1.0 / divisor, "one": 1.0, "half": half}
     scale = (helper.make_node("Div", ["x", "sqrt2"], ["d"]) if shape != "mul_scale"
