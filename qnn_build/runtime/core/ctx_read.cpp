@@ -112,18 +112,33 @@ bool tensor_ref(ByteReader& r, qnnb_graph* g, int32_t id, bool optional, Tensor*
     return true;
 }
 
-bool read_node(ByteReader& r, qnnb_graph* g, Node& n) {
+// The tensor ids the schedule reads and writes, in node order, kept while reading: the checks after
+// it index by id instead of mapping pointers back to ids.
+struct ScheduleIds {
+    std::vector<int32_t> reads, writes;          // every node's, concatenated (-1: absent)
+    std::vector<size_t> reads_end, writes_end;   // per node: where its ids end
+    std::vector<int32_t> inputs, outputs;        // the graph's
+};
+
+bool read_node(ByteReader& r, qnnb_graph* g, Node& n, ScheduleIds& ids) {
     if (!r.str(n.name) || !r.str(n.op)) return false;
     for (auto* list : {&n.in, &n.out}) {
-        std::vector<int32_t> ids;
-        if (!r.array(ids)) return false;
-        for (int32_t id : ids) {
+        std::vector<int32_t>& all = list == &n.in ? ids.reads : ids.writes;
+        const size_t from = all.size();
+        uint32_t count = 0;
+        if (!r.get(count)) return false;
+        for (uint32_t i = 0; i < count; ++i) {
+            int32_t id = 0;
             Tensor* t = nullptr;
-            if (!tensor_ref(r, g, id, true, t)) return false;
+            if (!r.get(id) || !tensor_ref(r, g, id, true, t)) return false;
             if (list == &n.out && t && t->is_const()) return r.fail("node '" + n.name + "' writes a constant");
-            list->push_back(t);
+            all.push_back(id);
         }
+        list->reserve(count);
+        for (size_t i = from; i < all.size(); ++i) list->push_back(all[i] < 0 ? nullptr : g->tensors[all[i]].get());
     }
+    ids.reads_end.push_back(ids.reads.size());
+    ids.writes_end.push_back(ids.writes.size());
     if (n.out.empty()) return r.fail("node '" + n.name + "' has no outputs");
     uint32_t count = 0;
     if (!r.get(count)) return false;
@@ -142,39 +157,28 @@ bool read_node(ByteReader& r, qnnb_graph* g, Node& n) {
     return true;
 }
 
-// Tensor pointer -> index in the graph: one sorted vector, no per-entry allocation.
-class TensorIndex {
-public:
-    explicit TensorIndex(const qnnb_graph* g) {
-        for (size_t i = 0; i < g->tensors.size(); ++i) sorted_.emplace_back(g->tensors[i].get(), i);
-        std::sort(sorted_.begin(), sorted_.end());
-    }
-    size_t operator()(const Tensor* t) const {  // t is one of the graph's tensors
-        return std::lower_bound(sorted_.begin(), sorted_.end(), std::make_pair(t, size_t(0)))->second;
-    }
-
-private:
-    std::vector<std::pair<const Tensor*, size_t>> sorted_;
-};
-
 // Every activation is written (or fed as a graph input) before a node or the graph's outputs read it.
-bool check_schedule(ByteReader& r, qnnb_graph* g) {
-    const TensorIndex index(g);
+bool check_schedule(ByteReader& r, qnnb_graph* g, const ScheduleIds& ids) {
     std::vector<char> ready(g->tensors.size(), 0);
-    for (const Tensor* t : g->inputs) ready[index(t)] = 1;
-    for (const auto& n : g->nodes) {
-        for (const Tensor* t : n->in)
-            if (t && !t->is_const() && !ready[index(t)])
-                return r.fail("node '" + n->name + "' reads '" + t->name + "' before it is written");
-        for (const Tensor* t : n->out)
-            if (t) ready[index(t)] = 1;
+    for (int32_t id : ids.inputs) ready[id] = 1;
+    size_t read = 0, written = 0;
+    for (size_t k = 0; k < g->nodes.size(); ++k) {
+        for (; read < ids.reads_end[k]; ++read) {
+            const int32_t id = ids.reads[read];
+            if (id >= 0 && !g->tensors[id]->is_const() && !ready[id])
+                return r.fail("node '" + g->nodes[k]->name + "' reads '" + g->tensors[id]->name +
+                              "' before it is written");
+        }
+        for (; written < ids.writes_end[k]; ++written)
+            if (ids.writes[written] >= 0) ready[ids.writes[written]] = 1;
     }
-    for (const Tensor* t : g->outputs)
-        if (!t->is_const() && !ready[index(t)]) return r.fail("output '" + t->name + "' is never written");
+    for (int32_t id : ids.outputs)
+        if (!g->tensors[id]->is_const() && !ready[id])
+            return r.fail("output '" + g->tensors[id]->name + "' is never written");
     return true;
 }
 
-bool read_graph(ByteReader& r, qnnb_graph* g, const uint8_t* data, uint64_t data_size) {
+bool read_graph(ByteReader& r, qnnb_graph* g, const uint8_t* data, uint64_t data_size, ScheduleIds& ids) {
     uint32_t count = 0;
     if (!r.get(count)) return false;
     for (uint32_t i = 0; i < count && r.ok; ++i) {
@@ -185,7 +189,7 @@ bool read_graph(ByteReader& r, qnnb_graph* g, const uint8_t* data, uint64_t data
     if (!r.get(count)) return false;
     for (uint32_t i = 0; i < count && r.ok; ++i) {
         auto n = std::make_unique<Node>();
-        if (!read_node(r, g, *n)) return false;
+        if (!read_node(r, g, *n, ids)) return false;
         g->nodes.push_back(std::move(n));
     }
     if (!r.get(count)) return false;
@@ -196,6 +200,7 @@ bool read_graph(ByteReader& r, qnnb_graph* g, const uint8_t* data, uint64_t data
         if (!r.get(id) || !r.get(dtype) || !tensor_ref(r, g, id, false, t)) return false;
         if (t->is_const()) return r.fail("graph input '" + t->name + "' is a constant");
         if (!valid_dtype(dtype)) return r.fail("input dtype " + std::to_string(dtype) + " unknown");
+        ids.inputs.push_back(id);
         g->inputs.push_back(t);
         g->input_dtypes.push_back(static_cast<qnnb_dtype>(dtype));
     }
@@ -207,15 +212,16 @@ bool read_graph(ByteReader& r, qnnb_graph* g, const uint8_t* data, uint64_t data
         Tensor* t = nullptr;
         if (!r.get(id) || !r.get(dtype) || !tensor_ref(r, g, id, false, t)) return false;
         if (!valid_dtype(dtype)) return r.fail("output dtype " + std::to_string(dtype) + " unknown");
+        ids.outputs.push_back(id);
         g->outputs.push_back(t);
         g->output_dtypes.push_back(static_cast<qnnb_dtype>(dtype));
     }
     if (!r.at_end()) return r.fail("bytes left after the graph");
-    return check_schedule(r, g);
+    return check_schedule(r, g, ids);
 }
 
 // Every activation a node writes must have arena bytes of its own size inside the arena.
-bool read_plan(ByteReader& r, qnnb_graph* g) {
+bool read_plan(ByteReader& r, qnnb_graph* g, const ScheduleIds& ids) {
     uint64_t arena = 0, total = 0;
     if (!r.get(arena) || !r.get(total) || !r.array(g->arena_offsets)) return false;
     if (g->arena_offsets.size() != g->tensors.size()) return r.fail("plan does not cover every tensor");
@@ -230,10 +236,8 @@ bool read_plan(ByteReader& r, qnnb_graph* g) {
         sum += size;
     }
     if (sum != total || arena > total) return r.fail("arena size does not match the plan");
-    const TensorIndex index(g);
-    for (const auto& n : g->nodes)
-        for (const Tensor* t : n->out)
-            if (t && g->arena_offsets[index(t)] < 0) return r.fail("tensor '" + t->name + "' has no arena bytes");
+    for (int32_t id : ids.writes)
+        if (id >= 0 && g->arena_offsets[id] < 0) return r.fail("tensor '" + g->tensors[id]->name + "' has no arena bytes");
     g->arena_bytes = arena;
     g->tensor_bytes = total;
     return r.at_end() || r.fail("bytes left after the plan");
@@ -346,11 +350,12 @@ bool read_context(qnnb_graph* g, const uint8_t* bytes, size_t size, std::string&
         }
     const CtxSection &gs = *found[kSectionGraph], &ps = *found[kSectionPlan], &ds = *found[kSectionData];
     ByteReader graph(bytes + gs.offset, gs.size, "graph"), plan(bytes + ps.offset, ps.size, "plan");
-    if (!read_graph(graph, g, bytes + ds.offset, ds.size)) {
+    ScheduleIds ids;
+    if (!read_graph(graph, g, bytes + ds.offset, ds.size, ids)) {
         err = graph.err;
         return false;
     }
-    if (!read_plan(plan, g)) {
+    if (!read_plan(plan, g, ids)) {
         err = plan.err;
         return false;
     }
