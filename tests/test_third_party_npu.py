@@ -1,5 +1,6 @@
 """The npu on real third-party models at w8a8: its output SQNR against the float model equals the cpu
-backend's quantized simulation within 0.5 dB (the same models as tests/test_third_party.py).
+backend's quantized simulation within 0.5 dB (the same models as tests/test_third_party.py), and its
+context binary (packed weights and tables carried in the file) gives the library's bytes.
 
 Calibration is 8 stand-in inputs of the model's kind (tests/test_third_party.py's `image`, or tones
 with noise for the voice-activity model); the SQNR is measured on other inputs of the same kind
@@ -12,7 +13,7 @@ import pytest
 from test_third_party import CASES, fetch, image
 
 from qnn_build.convert import convert
-from qnn_build.runtime.binding import Model
+from qnn_build.runtime.binding import Model, load_context
 from qnn_build.toolchain import build_model_lib
 
 
@@ -49,6 +50,9 @@ def test_npu_sqnr_equals_the_cpu_simulation(tmp_path, name, requirement, member,
     with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
         on_cpu = [cpu.run(f) for f in feeds]
         on_npu = [npu.run(f) for f in feeds]
+        from_context = load_context(npu.context_binary(), backend="npu")
+    for got, expected in zip((from_context.run(f) for f in feeds), on_npu):
+        assert all(got[k].tobytes() == expected[k].tobytes() for k in expected), "context binary: other bytes"
     for out in names:
         expected = [r[out] for r in ref]
         cpu_db, npu_db = sqnr_db(expected, [r[out] for r in on_cpu]), sqnr_db(expected, [r[out] for r in on_npu])
