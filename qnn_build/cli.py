@@ -67,18 +67,23 @@ def _load_config(args, defaults: dict) -> None:
 
 def _quant_options(args):
     from .quant import QuantOptions
+    from .quant.gptq import WEIGHT_ROUNDINGS
     from .quant.ranges import RANGE_ALGORITHMS
     if args.act_range not in RANGE_ALGORITHMS:  # a --config value: argparse checked only the command line
         raise QnnBuildError(f"act_range: unknown range algorithm '{args.act_range}' (one of "
                             f"{', '.join(RANGE_ALGORITHMS)})")
+    if args.weight_rounding not in WEIGHT_ROUNDINGS:  # likewise
+        raise QnnBuildError(f"weight_rounding: unknown weight rounding '{args.weight_rounding}' (one of "
+                            f"{', '.join(WEIGHT_ROUNDINGS)})")
     return QuantOptions(act_range=args.act_range, weight_range=args.weight_range, percentile=args.percentile,
                         per_channel=not args.per_tensor, block_size=args.block_size,
-                        bias_correction=bool(args.bias_correction), recurrent_bits=args.recurrent_bits)
+                        bias_correction=bool(args.bias_correction), recurrent_bits=args.recurrent_bits,
+                        weight_rounding=args.weight_rounding)
 
 
 _QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
                    "per_tensor": False, "block_size": None, "cle": False, "bias_correction": False,
-                   "recurrent_bits": 16, "calibration": None, "calibration_stats": None, "quantization_overrides": None,
+                   "weight_rounding": "nearest", "recurrent_bits": 16, "calibration": None, "calibration_stats": None, "quantization_overrides": None,
                    "float_fallback": False}
 
 
@@ -303,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--act-range", choices=["minmax", "percentile", "mse", "search"],
                    help="activation range algorithm (search: scored by the output error on the calibration samples)")
     q.add_argument("--weight-range", choices=["minmax", "mse"], help="weight range algorithm")
+    q.add_argument("--weight-rounding", choices=["nearest", "gptq"],
+                   help="nearest (default), or gptq: error feedback over the calibration inputs of each layer")
     q.add_argument("--percentile", type=float, help="percentile for --act-range percentile (default 99.99)")
     q.add_argument("--per-tensor", action="store_true", default=None, help="one weight scale per tensor")
     q.add_argument("--block-size", type=int, choices=[32, 64, 128], help="block-wise 4-bit weights")

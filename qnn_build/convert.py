@@ -87,11 +87,13 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
         pinned = load_overrides(overrides, graph) if overrides else None
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
-        act_ranges = None
+        act_ranges = hessians = None
+        if prec.is_quantized and options.weight_rounding == "gptq":  # hook: GPTQ's H per layer, (17)
+            hessians = _hessians(graph, calibration)
         if prec.is_quantized and options.act_range == "search":  # hook: the range search, (13)-(15)
-            act_ranges = _search(graph, prec, stats, options, pinned, calibration)
+            act_ranges = _search(graph, prec, stats, options, pinned, calibration, hessians)
         try:
-            quantize_graph(graph, prec, stats, options, pinned, act_ranges)
+            quantize_graph(graph, prec, stats, options, pinned, act_ranges, hessians)
         except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in
             raise QnnBuildError(f"{source}: {e}") from None
         if float_consts is not None:  # hook: --float-fallback, after quantization
@@ -101,12 +103,20 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
     return write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
 
 
-def _search(graph, prec, stats, options, pinned, calibration) -> dict:
+def _search(graph, prec, stats, options, pinned, calibration, hessians) -> dict:
     from .quant.range_search import search_ranges
     if not calibration:
         raise QnnBuildError("act_range search runs the model over the calibration samples: give the calibration "
                             "data (--calibration), not only statistics")
-    return search_ranges(graph, prec, stats, options, pinned, calibration).ranges
+    return search_ranges(graph, prec, stats, options, pinned, calibration, hessians).ranges
+
+
+def _hessians(graph, calibration) -> dict:
+    from .quant.gptq import collect_hessians
+    if not calibration:
+        raise QnnBuildError("weight_rounding gptq runs the float model over the calibration samples: give the "
+                            "calibration data (--calibration), not only statistics")
+    return collect_hessians(graph, calibration)
 
 
 def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,

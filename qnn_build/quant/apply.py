@@ -11,6 +11,7 @@ from ..ir.graph import Graph, Node
 from .calibrate import Stats
 from .encoding import (Encoding, activation_encoding, bias_encoding, fp16_encoding, quantize, storage_dtype,
                        symmetric_encoding)
+from .gptq import gptq_quantize
 from .precision import Precision
 from .ranges import choose_range, weight_absmax
 
@@ -31,6 +32,9 @@ class QuantOptions:
     # Bits of the activations and constants of unrolled LSTM/GRU/RNN where the precision has fewer
     # (8 or None: the precision's). docs/quantization.md "The recurrence at 16 bits": why 16 by default.
     recurrent_bits: int | None = 16
+    # nearest: (2) on every weight; gptq: Conv/Gemm/MatMul weights rounded with error feedback,
+    # docs/quantization.md (17)-(20) (needs the layers' H from quant/gptq.py collect_hessians).
+    weight_rounding: str = "nearest"
 
 
 def weight_axes(node: Node, graph: Graph, index: int) -> tuple[int, int] | None:
@@ -63,9 +67,10 @@ def is_added(node: Node, index: int) -> bool:
 
 
 def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, options: QuantOptions,
-                   overrides: dict | None = None, act_ranges: dict | None = None) -> dict:
+                   overrides: dict | None = None, act_ranges: dict | None = None, hessians: dict | None = None) -> dict:
     """Set `encoding` on every float tensor and store constants as integers (or halves for fp16).
     act_ranges: tensor -> (lo, hi) in place of the range algorithm's (the range search's result).
+    hessians: weight -> H per group (quant/gptq.py), used with weight_rounding gptq.
     Returns the range taken from statistics per tensor, in graph order: tensor -> (lo, hi, bits)."""
     if precision.name == "fp16":
         _to_fp16(graph)
@@ -73,7 +78,8 @@ def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, opti
     overrides = overrides or {}
     ranges = _encode_activations(graph, precision, stats, options, overrides.get("activations", {}),
                                  act_ranges or {})
-    _encode_constants(graph, precision, options, overrides.get("params", {}), stats)
+    _encode_constants(graph, precision, options, overrides.get("params", {}), stats,
+                      hessians if options.weight_rounding == "gptq" else None)
     return ranges
 
 
@@ -198,7 +204,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
     return chosen
 
 
-def _encode_constants(graph, precision, options, pinned, stats):
+def _encode_constants(graph, precision, options, pinned, stats, hessians=None):
     done = set()
     float_weights = {}
     for node in graph.nodes:
@@ -229,7 +235,10 @@ def _encode_constants(graph, precision, options, pinned, stats):
                 continue
             if axes is not None:
                 float_weights[name] = values
-            q = quantize(values, enc)
+            if axes is not None and hessians and name in hessians and name not in pinned:
+                q = gptq_quantize(node, values, enc, hessians[name])     # (17)-(20)
+            else:
+                q = quantize(values, enc)
             t.const = q.astype(storage_dtype(enc))
             t.dtype = t.const.dtype
             t.encoding = enc

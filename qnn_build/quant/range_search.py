@@ -57,10 +57,11 @@ def _encoding_key(lo, hi, bits):
     return float(enc.scales[0]), int(enc.offsets[0])
 
 
-def search_ranges(graph, precision, stats, options, pinned, calibration) -> SearchResult:
-    """The ranges (15) finds for `graph` (the float graph; not modified)."""
+def search_ranges(graph, precision, stats, options, pinned, calibration, hessians=None) -> SearchResult:
+    """The ranges (15) finds for `graph` (the float graph; not modified). hessians: GPTQ's, for
+    weight_rounding gptq (the candidates are scored with the weights convert will write)."""
     with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
-        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp))
+        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp), hessians)
         try:
             return _greedy(scorer, stats)
         finally:
@@ -103,7 +104,7 @@ def _significantly_lower(new: np.ndarray, old: np.ndarray) -> bool:
 class _Scorer:
     """(13) for a set of activation ranges, on the cpu backend."""
 
-    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path):
+    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path, hessians=None):
         from ..convert import write_artifacts
         from ..runtime.binding import Model
         from ..toolchain import build_model_lib
@@ -111,7 +112,8 @@ class _Scorer:
         self._float_graph = copy.deepcopy(graph)
         self._args = (precision, stats, dataclasses.replace(options, act_range=SEARCH_START), pinned)
         start_graph = copy.deepcopy(graph)
-        self.start = quantize_graph(start_graph, *self._args)
+        self._hessians = hessians
+        self.start = quantize_graph(start_graph, *self._args, hessians=hessians)
         libs = {}
         for kind, g, prec in (("float", copy.deepcopy(graph), "fp32"), ("start", start_graph, precision.name)):
             write_artifacts(g, tmp / kind, "model.onnx", prec)
@@ -130,7 +132,7 @@ class _Scorer:
     def error(self, ranges: dict) -> np.ndarray:
         """(13) per sample n: Σ over outputs of ||ŷ_n − y_n||² / Σ_m ||y_m||² (their sum is (13))."""
         g = copy.deepcopy(self._float_graph)
-        quantize_graph(g, *self._args, act_ranges=ranges)
+        quantize_graph(g, *self._args, act_ranges=ranges, hessians=self._hessians)
         replace = {}
         for name, t in g.tensors.items():
             if t.encoding is None:

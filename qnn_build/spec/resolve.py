@@ -74,6 +74,8 @@ def _quantization_options(spec: Spec, info: dict, root: Path) -> dict:
     q = spec.quantization
     options = {key: q[key] for key in ("act_range", "weight_range", "cle", "bias_correction", "recurrent_bits")}
     options["per_tensor"] = not q["per_channel"]
+    if q["weight_rounding"] != "nearest":  # only when set: the configs of every other spec stay as they were
+        options["weight_rounding"] = q["weight_rounding"]
     if q["act_range"] == "percentile":
         options["percentile"] = q["percentile"]
     if info["weight_bits"] == 4:

@@ -1,0 +1,165 @@
+"""GPTQ weight rounding (`weight_rounding: gptq`): each weight's input dimension quantized column by
+column with the existing encodings, each column's rounding error fed back into the columns not yet
+quantized through the Cholesky factor of the inverse of H = 2·E[x xᵀ] over the layer's float inputs.
+Equations: docs/quantization.md (17)-(20).
+
+H is accumulated in float64 over the calibration samples, one sample at a time, from the float model
+run on our cpu backend (keep_tensors). Deterministic: one thread, the samples in order, a fixed
+column order.
+"""
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import QnnBuildError
+from .encoding import Encoding, _broadcast_params
+
+GPTQ_MAX_COLUMNS = 4096     # a layer whose H would be larger keeps nearest rounding
+GPTQ_DAMP = 0.01            # (18): the fraction of H's mean diagonal added to its diagonal
+GPTQ_BLOCK = 128            # columns updated together (lazy batch updates: the same maths, fewer passes)
+WEIGHT_ROUNDINGS = ("nearest", "gptq")
+
+
+def gptq_layers(graph) -> dict:
+    """Weight name -> the node that multiplies it, for every Conv, Gemm and MatMul by a 2-D constant
+    whose weight feeds that node alone and whose H has at most GPTQ_MAX_COLUMNS columns."""
+    uses = {}
+    for node in graph.nodes:
+        for name in node.inputs:
+            if name:
+                uses[name] = uses.get(name, 0) + 1
+    out = {}
+    for node in graph.nodes:
+        if node.op_type not in ("Conv", "Gemm", "MatMul") or len(node.inputs) < 2:
+            continue
+        w = graph.tensors.get(node.inputs[1])
+        x = graph.tensors.get(node.inputs[0])
+        if w is None or not w.is_const or w.dtype != np.float32 or x is None or x.is_const or uses[w.name] != 1:
+            continue
+        if node.op_type == "MatMul" and len(w.shape) != 2:
+            continue
+        if _columns(node, w.shape) <= GPTQ_MAX_COLUMNS:
+            out[w.name] = node
+    return out
+
+
+def _columns(node, w_shape) -> int:
+    """K: the length of one input vector of the layer (per group for a conv)."""
+    if node.op_type == "Conv":
+        return int(np.prod(w_shape[1:]))
+    if node.op_type == "Gemm":
+        return w_shape[1] if node.attrs.get("trans_b") else w_shape[0]
+    return w_shape[0]
+
+
+def input_rows(node, x: np.ndarray, w_shape) -> list[np.ndarray]:
+    """The layer's input vectors as rows [n, K], one matrix per group (conv: im2col patches in the
+    weight's (channel, kernel...) order, with the node's pads, strides and dilations)."""
+    x = np.asarray(x, np.float64)
+    if node.op_type == "Gemm":
+        x = x.reshape(x.shape[0], -1) if x.ndim != 2 else x
+        return [x.T if node.attrs.get("trans_a") else x]
+    if node.op_type == "MatMul":
+        return [x.reshape(-1, x.shape[-1])]
+    group = int(node.attrs.get("group", 1))
+    kernel = list(w_shape[2:])
+    r = len(kernel)
+    strides = list(node.attrs.get("strides", [1] * r))
+    dilations = list(node.attrs.get("dilations", [1] * r))
+    pads = list(node.attrs.get("pads", [0] * 2 * r))
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[r + i]) for i in range(r)])
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    win = np.lib.stride_tricks.sliding_window_view(xp, extents, axis=tuple(range(2, 2 + r)))
+    # win: [N, C, out..., extent...]; take the strided outputs and the dilated kernel taps
+    win = win[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)
+              + tuple(slice(None, None, d) for d in dilations)]
+    n, c = win.shape[:2]
+    per = c // group
+    # -> [N, out..., C, kernel...] -> rows [N·out, C·kernel]
+    win = np.moveaxis(win, 1, 1 + r)
+    rows = win.reshape(-1, c, int(np.prod(kernel)))
+    return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1) for g in range(group)]
+
+
+def collect_hessians(graph, calibration) -> dict[str, list[np.ndarray]]:
+    """(17) for every layer of gptq_layers: weight name -> H per group, float64."""
+    from ..convert import write_artifacts
+    from ..runtime.binding import Model
+    from ..toolchain import build_model_lib
+    from .calibrate import iter_samples
+
+    layers = gptq_layers(graph)
+    if not layers:
+        return {}
+    sums: dict[str, list] = {}
+    rows = {name: 0 for name in layers}
+    with tempfile.TemporaryDirectory(prefix="qnnb-gptq-") as tmp:
+        import copy
+        write_artifacts(copy.deepcopy(graph), tmp, "model.onnx")
+        lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
+        with Model(lib, threads=1, keep_tensors=True) as model:
+            _, stream = iter_samples(calibration, model.inputs)
+            for feeds in stream():
+                model.run(feeds)
+                tensors = {**feeds, **model.tensors()}
+                for name, node in layers.items():
+                    x = tensors.get(node.inputs[0])
+                    if x is None:
+                        raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
+                                            f"'{node.inputs[0]}' (input of {node.describe()})")
+                    mats = input_rows(node, x, graph.tensor(name).shape)
+                    acc = sums.setdefault(name, [np.zeros((m.shape[1], m.shape[1])) for m in mats])
+                    for a, m in zip(acc, mats):
+                        a += m.T @ m
+                    rows[name] += mats[0].shape[0]
+    return {name: [2.0 * a / max(rows[name], 1) for a in acc] for name, acc in sums.items()}
+
+
+def _as_matrix(node, values):
+    """The weight as matrices [out, K] per group, the K order that of input_rows; and the inverse."""
+    if node.op_type == "Conv":
+        group = int(node.attrs.get("group", 1))
+        o = values.shape[0]
+        flat = values.reshape(o, -1)
+        per = o // group
+        mats = [flat[g * per:(g + 1) * per] for g in range(group)]
+        return mats, lambda ms: np.concatenate(ms, axis=0).reshape(values.shape)
+    if node.op_type == "Gemm" and node.attrs.get("trans_b"):
+        return [values], lambda ms: ms[0]
+    return [values.T], lambda ms: ms[0].T
+
+
+def gptq_quantize(node, values: np.ndarray, enc: Encoding, hessians: list[np.ndarray]) -> np.ndarray:
+    """The weight's integers (int64, its shape) by (19)-(20); scales and encoding unchanged."""
+    scales, _ = _broadcast_params(enc, values.shape)
+    scales = np.broadcast_to(np.asarray(scales, np.float64), values.shape)
+    w_mats, back = _as_matrix(node, np.asarray(values, np.float64))
+    s_mats, _ = _as_matrix(node, scales)
+    q_mats = [_gptq_matrix(w, s, h, enc.qmin, enc.qmax) for w, s, h in zip(w_mats, s_mats, hessians)]
+    return back(q_mats).astype(np.int64)
+
+
+def _gptq_matrix(w, s, h, qmin, qmax) -> np.ndarray:
+    w = np.array(w, np.float64)
+    h = np.array(h, np.float64)
+    k = w.shape[1]
+    dead = np.diag(h) == 0             # an input that was always zero: no feedback into or from it
+    h[dead, dead] = 1.0
+    h[np.diag_indices(k)] += GPTQ_DAMP * np.mean(np.diag(h))            # (18)
+    try:
+        u = np.linalg.cholesky(np.linalg.inv(h)).T                      # (19): H⁻¹ = Uᵀ U
+    except np.linalg.LinAlgError:
+        return np.clip(np.round(w / s), qmin, qmax)
+    q = np.zeros_like(w)
+    for start in range(0, k, GPTQ_BLOCK):
+        end = min(start + GPTQ_BLOCK, k)
+        err = np.zeros((w.shape[0], end - start))
+        for j in range(start, end):                                     # (20)
+            q[:, j] = np.clip(np.round(w[:, j] / s[:, j]), qmin, qmax)
+            e = (w[:, j] - q[:, j] * s[:, j]) / u[j, j]
+            w[:, j + 1:end] -= np.outer(e, u[j, j + 1:end])
+            err[:, j - start] = e
+        w[:, end:] -= err @ u[start:end, end:]
+    return q
