@@ -199,6 +199,8 @@ BAD = [
     ("bad enum", "block_size: 32", "act_range: minmx",
      "models/digits_cnn.yaml:12: quantization.act_range: expected one of 'minmax', 'percentile', 'mse', 'search'; "
      "got 'minmx'; did you mean 'minmax'?"),
+    ("bad weight rounding", "block_size: 32", "weight_rounding: adaround",
+     "models/digits_cnn.yaml:12: quantization.weight_rounding: expected one of 'nearest', 'gptq'; got 'adaround'"),
     ("labels key not in data", "labels: labels", "labels: label",
      "models/digits_cnn.yaml:15: test.labels: models/digits_cnn/test.npz has no array for labels 'label' "
      "(it holds: image, labels)"),
@@ -275,6 +277,12 @@ def test_editing_calibration_changes_only_quantized_convert_configs(project):
     shutil.copy(project / "models/digits_cnn/calibration.npz", project / "models/digits_cnn/calib2.npz")
     changed = changed_configs(project, "calibration.npz", "calib2.npz")
     assert changed == {("convert", "w8a8"), ("convert", "w4a16")}
+
+
+def test_setting_weight_rounding_changes_only_quantized_convert_configs(project):
+    changed = changed_configs(project, "block_size: 32", "block_size: 32\n  weight_rounding: gptq")
+    assert changed == {("convert", "w8a8"), ("convert", "w4a16")}
+    assert resolve(load(), project).convert["w8a8"]["weight_rounding"] == "gptq"
 
 
 def test_editing_block_size_changes_only_4bit_convert_configs(project):

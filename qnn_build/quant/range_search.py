@@ -112,8 +112,10 @@ class _Scorer:
         self._float_graph = copy.deepcopy(graph)
         self._args = (precision, stats, dataclasses.replace(options, act_range=SEARCH_START), pinned)
         start_graph = copy.deepcopy(graph)
-        self._hessians = hessians
         self.start = quantize_graph(start_graph, *self._args, hessians=hessians)
+        # A candidate replaces activation encodings and biases only: the weights' integers matter to
+        # it only through bias correction (12), so GPTQ (20) reruns per candidate only then.
+        self._hessians = hessians if options.bias_correction else None
         libs = {}
         for kind, g, prec in (("float", copy.deepcopy(graph), "fp32"), ("start", start_graph, precision.name)):
             write_artifacts(g, tmp / kind, "model.onnx", prec)
