@@ -38,7 +38,7 @@ def project(tmp_path_factory):
         hand = f"hand/{precision}"
         for out in (hand, f"{hand}-again"):
             step("convert", f"{data}/model.onnx", "--input-dim", "image", "1,1,8,8", "--precision", precision,
-                      "--calibration", f"{data}/calibration.npz", "-o", out, cwd=root)
+                      "--calibration", f"{data}/calibration.npz", "--weight-rounding", "gptq", "-o", out, cwd=root)
         step("model-lib", "--cpp", f"{hand}/model.cpp", "--bin", f"{hand}/model.bin", "-o",
                   f"{hand}/libmodel.so", cwd=root)
         for backend in ("cpu", "npu"):
