@@ -78,14 +78,18 @@ def ours_settings(block_size: int) -> list[Setting]:
         ("ours w8a8 minmax, 8-bit recurrence", "w8a8", {"recurrent_bits": 8}),  # LSTM/GRU at the precision's bits
         ("ours w8a8 percentile", "w8a8", {"act_range": "percentile"}),
         ("ours w8a8 search", "w8a8", {"act_range": "search"}),
+        ("ours w8a8 gptq", "w8a8", {"weight_rounding": "gptq"}),  # error-feedback weight rounding
+        ("ours w8a8 search+gptq", "w8a8", {"act_range": "search", "weight_rounding": "gptq"}),
         ("ours w8a8 mse", "w8a8", {"act_range": "mse", "weight_range": "mse"}),
         ("ours w8a8 mse+cle", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True}),
         ("ours w8a8 mse+cle+biascorr", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True,
                                                 "bias_correction": True}),
         ("ours w8a16 minmax", "w8a16", {}),
+        ("ours w8a16 gptq", "w8a16", {"weight_rounding": "gptq"}),
         ("ours w16a16 minmax (diagnostic)", "w16a16", {}),
         (f"ours w4a16 {b} minmax", "w4a16", {"block_size": block_size}),
         (f"ours w4a16 {b} mse-weights", "w4a16", {"block_size": block_size, "weight_range": "mse"}),
+        (f"ours w4a16 {b} gptq", "w4a16", {"block_size": block_size, "weight_rounding": "gptq"}),
     ]
     return [Setting(label, "ours", kind, params=p) for label, kind, p in rows]
 
