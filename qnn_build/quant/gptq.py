@@ -8,6 +8,7 @@ run on our cpu backend (keep_tensors). Deterministic: one thread, the samples in
 column order.
 """
 
+import copy
 import tempfile
 from pathlib import Path
 
@@ -58,8 +59,7 @@ def input_rows(node, x: np.ndarray, w_shape) -> list[np.ndarray]:
     """The layer's input vectors as rows [n, K], one matrix per group (conv: im2col patches in the
     weight's (channel, kernel...) order, with the node's pads, strides and dilations)."""
     x = np.asarray(x, np.float64)
-    if node.op_type == "Gemm":
-        x = x.reshape(x.shape[0], -1) if x.ndim != 2 else x
+    if node.op_type == "Gemm":  # A is [M, K], or [K, M] with trans_a
         return [x.T if node.attrs.get("trans_a") else x]
     if node.op_type == "MatMul":
         return [x.reshape(-1, x.shape[-1])]
@@ -96,7 +96,6 @@ def collect_hessians(graph, calibration) -> dict[str, list[np.ndarray]]:
     sums: dict[str, list] = {}
     rows = {name: 0 for name in layers}
     with tempfile.TemporaryDirectory(prefix="qnnb-gptq-") as tmp:
-        import copy
         write_artifacts(copy.deepcopy(graph), tmp, "model.onnx")
         lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
         with Model(lib, threads=1, keep_tensors=True) as model:
