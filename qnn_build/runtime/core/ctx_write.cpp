@@ -134,10 +134,10 @@ qnnb_status serialize_graph(qnnb_graph* g, const std::string& target, std::vecto
     plan.put<uint64_t>(g->tensor_bytes);
     plan.array(g->arena_offsets);
 
-    const ByteWriter prepared = prepared_section(g);
+    const int count = target == runtime_target() ? 4 : 3;
+    const ByteWriter prepared = count == 4 ? prepared_section(g) : ByteWriter();
     const ByteWriter* sections[] = {&graph, &plan, &data, &prepared};
     const uint32_t section_ids[] = {kSectionGraph, kSectionPlan, kSectionData, kSectionPrepared};
-    const int count = target == runtime_target() ? 4 : 3;
     ByteWriter file;
     file.bytes.resize(sizeof(CtxHeader) + count * sizeof(CtxSection), 0);
     std::vector<CtxSection> table;

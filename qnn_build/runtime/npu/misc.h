@@ -43,6 +43,15 @@ template <class F> ArrayView<int32_t> code_table(Node& n, uint32_t slot, int bit
     });
 }
 
+// (N20) x's codes re-encoded into y's encoding, requantize(q − zp_x) for every code q: the code
+// table that is the node's prepared array `slot`.
+inline ArrayView<int32_t> recode_table(Node& n, uint32_t slot, const Tensor& x, const Tensor& y, int32_t mult,
+                                       int32_t shift) {
+    const int32_t zp_x = zero_point(x), zp_y = zero_point(y), qmax = qmax_of(y);
+    return code_table(n, slot, x.encoding.bitwidth,
+                      [&](int64_t q) { return requantize_out(q - zp_x, mult, shift, zp_y, qmax); });
+}
+
 // Which input of a two-input node is an 8-bit activation whose partner is a one-element constant
 // (x + 1, x / 1.41): the node is then a function of x's code, tabulated at prepare. -1: neither.
 inline int code_table_operand(const Node& n) {

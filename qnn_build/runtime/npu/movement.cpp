@@ -108,14 +108,11 @@ bool prepare_recode(Node& n, uint32_t slot, Recode& r, const int32_t* mult, cons
                     std::string& err) {
     const Tensor& x = *r.src;
     const Tensor& y = *r.dst;
-    const int32_t zp_y = zero_point(y), qmax = qmax_of(y);
     if (!x.is_const()) {
-        const int32_t zp_x = zero_point(x);
-        r.table = misc::code_table(n, slot, x.encoding.bitwidth, [&](int64_t q) {
-            return requantize_out(q - zp_x, mult[0], shift[0], zp_y, qmax);
-        });
+        r.table = misc::recode_table(n, slot, x, y, mult[0], shift[0]);
         return true;
     }
+    const int32_t zp_y = zero_point(y), qmax = qmax_of(y);
     const ScaleIndex index(x);
     if (static_cast<size_t>(index.count()) != count || x.encoding.scales.size() != count) {
         err = "constant '" + x.name + "': its scales do not match its per-channel / block layout";

@@ -118,10 +118,7 @@ bool check_io(const Node& n, std::string& err) {
 // (N20) table for the output re-encoding of a max/min of codes; empty when the encodings agree.
 ArrayView<int32_t> recode_table(Node& n, int32_t mult, int32_t shift) {
     const Tensor &x = *n.in[0], &y = *n.out[0];
-    if (same_encoding(x, y)) return {};
-    const int32_t zp_x = zero_point(x), zp_y = zero_point(y), qmax = qmax_of(y);
-    return misc::code_table(n, 0, x.encoding.bitwidth,
-                            [&](int64_t q) { return requantize_out(q - zp_x, mult, shift, zp_y, qmax); });
+    return same_encoding(x, y) ? ArrayView<int32_t>{} : misc::recode_table(n, 0, x, y, mult, shift);
 }
 
 bool prepare_max_pool(Node& n, std::string& err) {

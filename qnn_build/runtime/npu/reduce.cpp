@@ -66,11 +66,7 @@ bool prepare_reduce(Node& n, std::string& err) {
     if (!int_params(n, "npu_mult", 1, &s.mult, err) || !int_params(n, "npu_shift", 1, &s.shift, err)) return false;
     const bool same = x->dtype == y->dtype && x->encoding.scales == y->encoding.scales &&
                       x->encoding.offsets == y->encoding.offsets;
-    if (s.kind != Kind::kSum && !same) {
-        s.table = misc::code_table(n, 0, x->encoding.bitwidth, [&](int64_t q) {
-            return requantize_out(q - s.zp_x, s.mult, s.shift, s.zp_y, s.qmax);
-        });
-    }
+    if (s.kind != Kind::kSum && !same) s.table = misc::recode_table(n, 0, *x, *y, s.mult, s.shift);
     return true;
 }
 
