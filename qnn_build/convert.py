@@ -1,8 +1,10 @@
 """The convert step: model.onnx -> model.cpp + model.bin + model.json (+ model.encodings.json when
 quantized) in one output directory; and the calibrate step it may depend on."""
 
+import copy
 import json
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -76,22 +78,19 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
                         lower_rnn=lower_rnn)
     extra = {}
     if prec.name != "fp32":
-        stats = None
+        stats = hessians = act_ranges = None
         if prec.is_quantized:
-            if calibration_stats:
-                stats = Stats.load(calibration_stats)
-            elif calibration:
-                stats = calibrate(source, calibration, input_dims, input_values, out_nodes, cle=cle,
-                                  lower_rnn=lower_rnn)
-            else:
+            if not calibration and not calibration_stats:
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
+            if options.weight_rounding == "gptq":
+                _require_samples(calibration, "weight_rounding gptq runs the float model")
+            stats, hessians = _from_samples(graph, calibration, calibration_stats, options)
         pinned = load_overrides(overrides, graph) if overrides else None
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
-        act_ranges = hessians = None
-        if prec.is_quantized and options.weight_rounding == "gptq":  # hook: GPTQ's H per layer, (17)
-            hessians = _hessians(graph, calibration)
         if prec.is_quantized and options.act_range == "search":  # hook: the range search, (13)-(15)
-            act_ranges = _search(graph, prec, stats, options, pinned, calibration, hessians)
+            from .quant.range_search import search_ranges
+            _require_samples(calibration, "act_range search runs the model")
+            act_ranges = search_ranges(graph, prec, stats, options, pinned, calibration, hessians).ranges
         try:
             quantize_graph(graph, prec, stats, options, pinned, act_ranges, hessians)
         except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in
@@ -103,37 +102,48 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
     return write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
 
 
-def _search(graph, prec, stats, options, pinned, calibration, hessians) -> dict:
-    from .quant.range_search import search_ranges
+def _require_samples(calibration, what: str) -> None:
     if not calibration:
-        raise QnnBuildError("act_range search runs the model over the calibration samples: give the calibration "
-                            "data (--calibration), not only statistics")
-    return search_ranges(graph, prec, stats, options, pinned, calibration, hessians).ranges
+        raise QnnBuildError(f"{what} over the calibration samples: give the calibration data (--calibration), "
+                            f"not only statistics")
 
 
-def _hessians(graph, calibration) -> dict:
+def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats, dict | None]:
+    """The calibration statistics (from their file, or by running the float graph over the samples)
+    and, for weight_rounding gptq, GPTQ's H per layer (17): one compiled float model for both."""
     from .quant.gptq import collect_hessians
-    if not calibration:
-        raise QnnBuildError("weight_rounding gptq runs the float model over the calibration samples: give the "
-                            "calibration data (--calibration), not only statistics")
-    return collect_hessians(graph, calibration)
+
+    stats = Stats.load(calibration_stats) if calibration_stats else None
+    if stats is not None and options.weight_rounding != "gptq":
+        return stats, None
+    with float_model(graph) as model:
+        if stats is None:
+            stats = collect_stats(model, *iter_samples(calibration, model.inputs))
+        hessians = collect_hessians(graph, calibration, model) if options.weight_rounding == "gptq" else None
+    return stats, hessians
+
+
+@contextmanager
+def float_model(graph: Graph):
+    """`graph` (left as it is) compiled at fp32 for this machine and loaded, every tensor kept: what
+    calibration statistics and GPTQ's H are collected from."""
+    from .runtime.binding import Model
+    from .toolchain import build_model_lib
+
+    with tempfile.TemporaryDirectory(prefix="qnnb-float-") as tmp:
+        write_artifacts(copy.deepcopy(graph), tmp, "model.onnx")
+        lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
+        with Model(lib, keep_tensors=True) as model:
+            yield model
 
 
 def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,
               out_path=None, lower_rnn: bool = True) -> Stats:
     """Run the float graph over the calibration set on our cpu backend and collect statistics.
     lower_rnn: as convert does for quantized precisions, so the statistics cover the unrolled tensors."""
-    from .runtime.binding import Model
-    from .toolchain import build_model_lib
-
     graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle, lower_rnn=lower_rnn)
-    with tempfile.TemporaryDirectory(prefix="qnnb-calibrate-") as tmp:
-        write_artifacts(graph, tmp, Path(source).name)
-        lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
-        model = Model(lib, keep_tensors=True)
-        count, stream = iter_samples(calibration, model.inputs)
-        stats = collect_stats(model, count, stream)
-        model.close()
+    with float_model(graph) as model:
+        stats = collect_stats(model, *iter_samples(calibration, model.inputs))
     if out_path:
         stats.save(out_path)
     return stats

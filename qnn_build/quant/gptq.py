@@ -8,10 +8,6 @@ run on our cpu backend (keep_tensors). Deterministic: one thread, the samples in
 column order.
 """
 
-import copy
-import tempfile
-from pathlib import Path
-
 import numpy as np
 
 from ..errors import QnnBuildError
@@ -83,36 +79,34 @@ def input_rows(node, x: np.ndarray, w_shape) -> list[np.ndarray]:
     return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1) for g in range(group)]
 
 
-def collect_hessians(graph, calibration) -> dict[str, list[np.ndarray]]:
-    """(17) for every layer of gptq_layers: weight name -> H per group, float64."""
-    from ..convert import write_artifacts
-    from ..runtime.binding import Model
-    from ..toolchain import build_model_lib
+def collect_hessians(graph, calibration, model=None) -> dict[str, list[np.ndarray]]:
+    """(17) for every layer of gptq_layers: weight name -> H per group, float64. model: the float
+    graph already compiled and loaded with every tensor kept (convert.float_model), else compiled here."""
+    from ..convert import float_model
     from .calibrate import iter_samples
 
     layers = gptq_layers(graph)
     if not layers:
         return {}
+    if model is None:
+        with float_model(graph) as model:
+            return collect_hessians(graph, calibration, model)
     sums: dict[str, list] = {}
     rows = {name: 0 for name in layers}
-    with tempfile.TemporaryDirectory(prefix="qnnb-gptq-") as tmp:
-        write_artifacts(copy.deepcopy(graph), tmp, "model.onnx")
-        lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
-        with Model(lib, threads=1, keep_tensors=True) as model:
-            _, stream = iter_samples(calibration, model.inputs)
-            for feeds in stream():
-                model.run(feeds)
-                tensors = {**feeds, **model.tensors()}
-                for name, node in layers.items():
-                    x = tensors.get(node.inputs[0])
-                    if x is None:
-                        raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
-                                            f"'{node.inputs[0]}' (input of {node.describe()})")
-                    mats = input_rows(node, x, graph.tensor(name).shape)
-                    acc = sums.setdefault(name, [np.zeros((m.shape[1], m.shape[1])) for m in mats])
-                    for a, m in zip(acc, mats):
-                        a += m.T @ m
-                    rows[name] += mats[0].shape[0]
+    _, stream = iter_samples(calibration, model.inputs)
+    for feeds in stream():
+        model.run(feeds)
+        tensors = {**feeds, **model.tensors()}
+        for name, node in layers.items():
+            x = tensors.get(node.inputs[0])
+            if x is None:
+                raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
+                                    f"'{node.inputs[0]}' (input of {node.describe()})")
+            mats = input_rows(node, x, graph.tensor(name).shape)
+            acc = sums.setdefault(name, [np.zeros((m.shape[1], m.shape[1])) for m in mats])
+            for a, m in zip(acc, mats):
+                a += m.T @ m
+            rows[name] += mats[0].shape[0]
     return {name: [2.0 * a / max(rows[name], 1) for a in acc] for name, acc in sums.items()}
 
 
