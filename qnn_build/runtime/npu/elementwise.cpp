@@ -5,6 +5,7 @@
 
 #include "../core/broadcast.h"
 #include "../core/parallel.h"
+#include "../core/prepared.h"
 #include "misc.h"
 
 namespace qnnb {
@@ -17,14 +18,16 @@ struct BinaryState {
     int32_t left_shift = 0;
     int32_t mult[3] = {0, 0, 0}, shift[3] = {0, 0, 0};  // a, b, y (Mul uses [0] only)
     // An 8-bit activation with a one-element constant (x + 1, x · 0.5): y is a function of x's
-    // code, tabulated at prepare by the same row loop. `varying`: x's input index; -1 otherwise.
+    // code, tabulated at prepare by the same row loop (prepared array 0). `varying`: x's input
+    // index; -1 otherwise.
     int varying = -1;
-    std::vector<int32_t> table;
+    ArrayView<int32_t> table;
     // Two 8-bit operands whose every sum stays in int64 (checked at prepare): Add/Sub's terms
-    // requantize(v << left_shift) tabulated by code, and the last requantization's int64 form
-    // (v · fmult + fround) >> fshift, which is requantize() there (misc::requantize_fast).
+    // requantize(v << left_shift) tabulated by code (prepared arrays 1 and 2), and the last
+    // requantization's int64 form (v · fmult + fround) >> fshift, which is requantize() there
+    // (misc::requantize_fast).
     bool narrow = false;
-    std::vector<int64_t> term_a, term_b;
+    ArrayView<int64_t> term_a, term_b;
     int64_t fmult = 0, fround = 0, fshift = 1;
 };
 
@@ -36,25 +39,30 @@ void tabulate(Node& n, BinaryState& s);
 // BinaryState::narrow for two uint8 operands when the last requantization takes int64 arithmetic
 // for every pair of codes: |a term ± b term| (Mul: |va · vb| <= 255^2) below 2^31, t in [1, 62].
 template <int Op>
-void prepare_narrow(const Node& n, BinaryState& s) {
+void prepare_narrow(Node& n, BinaryState& s) {
     if (n.in[0]->dtype != QNNB_UINT8 || n.in[1]->dtype != QNNB_UINT8) return;
     const int f = Op == 2 ? 0 : 2;
     const int64_t t = 31 + static_cast<int64_t>(s.shift[f]);
     if (t < 1 || t > 62) return;
-    int64_t bound = 255 * 255;
+    uint64_t bound = 255 * 255;
     if (Op != 2) {
-        s.term_a.resize(256);
-        s.term_b.resize(256);
-        int64_t max_a = 0, max_b = 0;
-        for (int q = 0; q < 256; ++q) {
-            s.term_a[q] = requantize(static_cast<int64_t>(q - s.zp_a) << s.left_shift, s.mult[0], s.shift[0]);  // (N4)
-            s.term_b[q] = requantize(static_cast<int64_t>(q - s.zp_b) << s.left_shift, s.mult[1], s.shift[1]);
-            max_a = std::max(max_a, s.term_a[q] < 0 ? -s.term_a[q] : s.term_a[q]);
-            max_b = std::max(max_b, s.term_b[q] < 0 ? -s.term_b[q] : s.term_b[q]);
-        }
-        bound = max_a + max_b;
+        auto terms = [&](uint32_t slot, int32_t zp, int k) {
+            return n.prepared->get<int64_t>(slot, 256, [&](int64_t* t) {
+                for (int q = 0; q < 256; ++q) t[q] = requantize(static_cast<int64_t>(q - zp) << s.left_shift, s.mult[k], s.shift[k]);  // (N4)
+            });
+        };
+        s.term_a = terms(1, s.zp_a, 0);
+        s.term_b = terms(2, s.zp_b, 1);
+        // The bound is checked on the terms as held, so terms from a context binary are checked too.
+        auto magnitude = [](const ArrayView<int64_t>& t) {
+            uint64_t m = 0;
+            for (size_t q = 0; q < t.size(); ++q) m = std::max(m, t[q] < 0 ? 0 - static_cast<uint64_t>(t[q]) : static_cast<uint64_t>(t[q]));
+            return m;
+        };
+        const uint64_t max_a = magnitude(s.term_a), max_b = magnitude(s.term_b);
+        bound = max_a >= (uint64_t{1} << 31) || max_b >= (uint64_t{1} << 31) ? uint64_t{1} << 31 : max_a + max_b;
     }
-    if (bound >= (int64_t{1} << 31)) return;
+    if (bound >= (uint64_t{1} << 31)) return;
     s.fmult = s.mult[f];
     s.fshift = t;
     s.fround = int64_t{1} << (t - 1);
@@ -75,7 +83,7 @@ bool prepare_binary(Node& n, std::string& err) {
     if (!int_params(n, "npu_mult", k, s.mult, err) || !int_params(n, "npu_shift", k, s.shift, err)) return false;
     if (n.op != "Mul") s.left_shift = static_cast<int32_t>(n.params.i("npu_left_shift", 20));
     tabulate<Op>(n, s);
-    prepare_narrow<Op>(n, s);
+    if (s.varying < 0) prepare_narrow<Op>(n, s);
     return true;
 }
 
@@ -106,12 +114,13 @@ void tabulate(Node& n, BinaryState& s) {
         const Tensor* c = n.in[1 - v];
         uint8_t codes[256];
         for (int q = 0; q < 256; ++q) codes[q] = static_cast<uint8_t>(q);
-        s.table.resize(256);
-        with_int_type(c->dtype, [&](auto tc) {
-            using TC = decltype(tc);
-            const TC* cp = c->in<TC>();
-            if (v == 0) binary_row<Op>(s, codes, 1, cp, 0, s.table.data(), 256);
-            else binary_row<Op>(s, cp, 0, codes, 1, s.table.data(), 256);
+        s.table = n.prepared->get<int32_t>(0, 256, [&](int32_t* table) {
+            with_int_type(c->dtype, [&](auto tc) {
+                using TC = decltype(tc);
+                const TC* cp = c->in<TC>();
+                if (v == 0) binary_row<Op>(s, codes, 1, cp, 0, table, 256);
+                else binary_row<Op>(s, cp, 0, codes, 1, table, 256);
+            });
         });
         s.varying = v;
     }
