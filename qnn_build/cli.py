@@ -147,7 +147,8 @@ def cmd_context_binary(args) -> None:
     info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime, target=args.target,
                          precision=args.precision)
     _say(args, f"built {args.output} for {args.backend} on {info['target']}: {info['file_bytes']} bytes; "
-               f"activation arena {info['arena_bytes']} bytes (all tensors apart: {info['tensor_bytes']})")
+               f"activation arena {info['arena_bytes']} bytes (all tensors apart: {info['tensor_bytes']}); "
+               f"kernels' scratch {info['scratch_bytes']} bytes")
 
 
 def _model_source(args, step: str) -> dict:

@@ -61,6 +61,7 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     lib.qnnb_graph_load_context_file.argtypes = [vp, cp]
     lib.qnnb_graph_load_context.argtypes = [vp, vp, ctypes.c_size_t]
     lib.qnnb_graph_memory_plan.argtypes = [vp, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]
+    lib.qnnb_graph_scratch_bytes.argtypes = [vp, ctypes.POINTER(ctypes.c_uint64)]
     lib.qnnb_graph_last_error.argtypes = [vp]
     lib.qnnb_graph_last_error.restype = cp
     lib.qnnb_status_string.argtypes = [ctypes.c_int]
@@ -154,10 +155,12 @@ class Model:
             self._rt.qnnb_buffer_free(data)
 
     def memory_plan(self) -> dict[str, int]:
-        """{"arena_bytes", "tensor_bytes"}: the one activation arena against every activation apart."""
-        arena, total = ctypes.c_uint64(), ctypes.c_uint64()
+        """{"arena_bytes", "tensor_bytes", "scratch_bytes"}: the one activation arena against every
+        activation apart, and the kernels' one shared scratch."""
+        arena, total, scratch = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
         self._check(self._rt.qnnb_graph_memory_plan(self._graph, ctypes.byref(arena), ctypes.byref(total)), "plan")
-        return {"arena_bytes": arena.value, "tensor_bytes": total.value}
+        self._check(self._rt.qnnb_graph_scratch_bytes(self._graph, ctypes.byref(scratch)), "plan")
+        return {"arena_bytes": arena.value, "tensor_bytes": total.value, "scratch_bytes": scratch.value}
 
     def _check(self, status: int, what: str) -> None:
         if status != 0:

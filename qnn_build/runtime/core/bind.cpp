@@ -1,6 +1,8 @@
 // The second half of finalize, shared by a composed graph and a loaded context binary: input
-// copies, the memory plan and its one arena, kernels found and prepared. Both paths run exactly
+// copies, the memory plan and its one arena, kernels found and prepared, their shared scratch. Both paths run exactly
 // this on the same finalized graph, so their outputs are the same bytes.
+#include <algorithm>
+
 #include "graph_impl.h"
 
 
@@ -49,6 +51,14 @@ qnnb_status bind_graph(qnnb_graph* g) {
         if (!g->prepared.error().empty())
             return g->fail(QNNB_ERR_BAD_CONTEXT, "context binary refused: node '" + node->name + "' (" + node->op +
                                                      "): " + g->prepared.error());
+        g->scratch_bytes = std::max(g->scratch_bytes, node->scratch_bytes);
+    }
+    if (g->scratch_bytes) {
+        void* scratch = aligned_alloc64(g->scratch_bytes);
+        if (!scratch) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for the kernels' scratch");
+        g->buffers.push_back(scratch);
+        for (auto& node : g->nodes)
+            if (node->scratch_bytes) node->scratch = scratch;
     }
     g->finalized = true;
     return QNNB_OK;

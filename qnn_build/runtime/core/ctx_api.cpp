@@ -138,4 +138,11 @@ QNNB_EXPORT qnnb_status qnnb_graph_memory_plan(const qnnb_graph* g, uint64_t* ar
     return QNNB_OK;
 }
 
+QNNB_EXPORT qnnb_status qnnb_graph_scratch_bytes(const qnnb_graph* g, uint64_t* scratch_bytes) {
+    if (!g || !scratch_bytes) return QNNB_ERR_INVALID_ARGUMENT;
+    if (!g->finalized) return QNNB_ERR_STATE;
+    *scratch_bytes = g->scratch_bytes;
+    return QNNB_OK;
+}
+
 }  // extern "C"

@@ -110,6 +110,11 @@ struct Node {
     const Kernel* kernel = nullptr;
     std::shared_ptr<void> state;  // whatever prepare precomputed
     PreparedArrays* prepared = nullptr;  // the graph's, while prepare runs (core/prepared.h)
+    // Working memory the kernel needs only inside `run` (a padded copy of its input, staging rows):
+    // prepare asks for it with take_scratch; bind points every node at one shared region, the size
+    // of the largest request, since nodes run one at a time. Its contents do not outlive a run.
+    size_t scratch_bytes = 0;
+    void* scratch = nullptr;
     // An activation fused into this node at finalize (core/fuse.cpp), applied after `run`.
     enum { kFusedNone = 0, kFusedRelu = 1, kFusedClip = 2 };
     int fused = kFusedNone;
@@ -124,6 +129,17 @@ struct Node {
         return *s;
     }
 };
+
+// Reserves `bytes` of the node's scratch at prepare, 64-byte aligned; returns their offset, which
+// run passes to scratch_at.
+inline size_t take_scratch(Node& n, size_t bytes) {
+    const size_t at = n.scratch_bytes;
+    n.scratch_bytes += (bytes + 63) / 64 * 64;
+    return at;
+}
+template <class T> T* scratch_at(const Node& n, size_t offset) {
+    return reinterpret_cast<T*>(static_cast<char*>(n.scratch) + offset);
+}
 
 // A backend is a name and a way to find the kernel for an op.
 struct Backend {

@@ -50,6 +50,7 @@ struct qnnb_graph {
     std::vector<int64_t> arena_offsets;           // per tensor: its offset in the arena, -1 outside it
     size_t arena_bytes = 0;                       // the one activation arena (memory plan)
     size_t tensor_bytes = 0;                      // the planned activations' sizes, summed
+    size_t scratch_bytes = 0;                     // kernels' shared scratch: the largest node's (bind)
     std::shared_ptr<void> context_data;           // a loaded context binary: constants point into it
     qnnb::PreparedArrays prepared;                // kernels' tables, computed or from the context
     bool keep_tensors = false;

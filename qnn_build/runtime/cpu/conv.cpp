@@ -161,10 +161,12 @@ struct ConvState {
     ConvGeometry g;
     ConvPath path = ConvPath::Im2col;
     Phases phases;                   // depthwise and shifted
-    std::vector<float> phase_data;   // shifted: one batch item's phases, [phase][channel]
     std::vector<int64_t> taps;       // depthwise and shifted: tap_offset of each (kh, kw)
     int64_t block = 0;               // output positions per sgemm block
-    std::vector<float> scratch;      // im2col columns, or the wide output rows (shifted, depthwise)
+    // In the node's scratch: shifted: one batch item's phases [phase][channel] and the block's wide
+    // output rows; im2col: the block's columns.
+    size_t phases_at = 0, block_at = 0;
+    std::vector<float> rows;         // depthwise: each worker's wide output rows and channel phases
     std::vector<Segment> segments;   // im2col: the current block's row runs
     std::vector<int64_t> w_lo, w_hi; // im2col: per kernel column kw, the valid output columns
     std::vector<float> packed;       // shifted: weights as [group][tap][out channel][in channel]
@@ -200,11 +202,11 @@ void run_shifted(Node& n, const ExecContext& ctx) {
     const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
     const int64_t oh = g.out[1], ow = g.out[2], qw = s.phases.qw, plane = s.phases.plane();
     const int64_t positions = (oh - 1) * qw + ow;  // the last wide row needs no tail
-    float* wide = s.scratch.data();
+    float* wide = scratch_at<float>(n, s.block_at);
     for (int64_t b = 0; b < g.batch; ++b) {
         const float* xb = x + b * g.in_ch * g.in_plane();
         if (!s.phases.identity) {
-            float* data = s.phase_data.data();
+            float* data = scratch_at<float>(n, s.phases_at);
             parallel_for(ctx, g.in_ch, [&](int64_t c) {
                 fill_channel(g, s.phases, xb + c * g.in_plane(), data + c * plane, g.in_ch * plane);
             });
@@ -298,7 +300,7 @@ void run_gemm(Node& n, const ExecContext& ctx) {
                 const float* cols_matrix = xg + j0;
                 int64_t ld = positions;
                 if (!pointwise) {
-                    float* col = s.scratch.data();
+                    float* col = scratch_at<float>(n, s.block_at);
                     block_segments(g, j0, j0 + cols, s.segments);
                     parallel_for(ctx, cg, [&](int64_t c) {
                         im2col_channel(s, xg + c * in_plane, col + c * g.taps() * cols, cols);
@@ -368,9 +370,9 @@ void run_depthwise(Node& n, const ExecContext& ctx) {
     const int64_t channels = g.batch * g.in_ch;
     const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(ctx.threads, channels));
     const int64_t per_worker = (channels + workers - 1) / workers;
-    if ((int64_t)s.scratch.size() < workers * (wide_n + phases_n)) s.scratch.resize(workers * (wide_n + phases_n));
+    if ((int64_t)s.rows.size() < workers * (wide_n + phases_n)) s.rows.resize(workers * (wide_n + phases_n));
     parallel_for(ctx, workers, [&](int64_t worker) {
-        float* wide = s.scratch.data() + worker * (wide_n + phases_n);
+        float* wide = s.rows.data() + worker * (wide_n + phases_n);
         float* phases = wide + wide_n;
         const float* src_small[64];
         std::vector<const float*> src_large(taps > 64 ? taps : 0);
@@ -457,14 +459,15 @@ bool prepare_conv(Node& n, std::string& err) {
         const int64_t phase_stride = s.path == ConvPath::Shifted ? g.in_ch * p.plane() : p.plane();
         for (int64_t kh = 0; kh < g.k[1]; ++kh)
             for (int64_t kw = 0; kw < g.k[2]; ++kw) s.taps.push_back(tap_offset(g, p, kh, kw, phase_stride));
-        if (s.path == ConvPath::Shifted && !p.identity) s.phase_data.resize(p.sh * p.sw * phase_stride);
+        if (s.path == ConvPath::Shifted && !p.identity)
+            s.phases_at = take_scratch(n, static_cast<size_t>(p.sh * p.sw * phase_stride) * sizeof(float));
         // Depthwise: one worker's wide output rows and channel phases; run() adds more for more threads.
         if (s.path == ConvPath::Depthwise)
-            s.scratch.resize((g.out[1] - 1) * p.qw + g.out[2] + (p.identity ? 0 : p.sh * p.sw * p.plane()));
+            s.rows.resize((g.out[1] - 1) * p.qw + g.out[2] + (p.identity ? 0 : p.sh * p.sw * p.plane()));
     }
     if (s.path == ConvPath::Shifted) {
         s.block = std::min((g.out[1] - 1) * s.phases.qw + g.out[2], shifted_block(g.out_per_group()));
-        s.scratch.resize(g.out_per_group() * s.block);
+        s.block_at = take_scratch(n, static_cast<size_t>(g.out_per_group() * s.block) * sizeof(float));
         s.packed.resize(g.out_ch * g.in_per_group() * g.taps());
         if (n.in[1]->is_const()) {
             pack_taps(g, n.in[1]->in<float>(), s.packed.data());
@@ -475,7 +478,7 @@ bool prepare_conv(Node& n, std::string& err) {
     } else if (s.path == ConvPath::Im2col) {
         const int64_t rows = g.in_per_group() * g.taps();
         s.block = std::min(positions, std::max<int64_t>(64, kIm2colBudget / rows));
-        s.scratch.resize(rows * s.block);
+        s.block_at = take_scratch(n, static_cast<size_t>(rows * s.block) * sizeof(float));
         s.segments.reserve(s.block / g.out[2] + 2);
         s.w_lo.resize(g.k[2]);
         s.w_hi.resize(g.k[2]);

@@ -29,12 +29,12 @@ struct Segment {
 struct TransposeState {
     ConvGeometry g;
     int64_t block = 0;                // input positions per sgemm block
-    std::vector<float> columns;       // sgemm output: [out channel][tap][block position]
+    size_t columns_at = 0;            // in the node's scratch: sgemm output [out channel][tap][block position]
     std::vector<Segment> segments;    // the current block's input row runs
     std::vector<int64_t> w_lo, w_hi;  // per kernel column kw: input columns landing inside the output
     std::vector<int64_t> w_dst;       // per kw: where input column 0 lands (in its phase row when sw > 1)
     int64_t qw = 0;                   // phase row length (sw > 1)
-    std::vector<float> phased;        // one group's output split by column phase (sw > 1)
+    size_t phased_at = 0;             // in the scratch: one group's output split by column phase (sw > 1)
 };
 
 // Input positions i in [lo, hi) (clamped to [0, in)) whose output index i * s + off is in [0, n).
@@ -117,13 +117,14 @@ void run_conv_transpose(Node& n, const ExecContext& ctx) {
     const int64_t cg = g.in_ch / g.group, mg = g.out_ch / g.group, taps = g.taps();
     const int64_t in_plane = g.in_plane(), out_plane = g.out_plane();
     const bool phased = g.stride[2] > 1;
+    float* columns = scratch_at<float>(n, s.columns_at);
     const int64_t target_plane = phased ? g.out[0] * g.out[1] * g.stride[2] * s.qw : out_plane;
     for (int64_t b = 0; b < g.batch; ++b)
         for (int64_t grp = 0; grp < g.group; ++grp) {
             const float* xg = x + (b * g.in_ch + grp * cg) * in_plane;
             const float* wg = w + grp * cg * mg * taps;
             float* yg = y + (b * g.out_ch + grp * mg) * out_plane;
-            float* target = phased ? s.phased.data() : yg;
+            float* target = phased ? scratch_at<float>(n, s.phased_at) : yg;
             parallel_for(ctx, mg, [&](int64_t m) {
                 float* t = target + m * target_plane;
                 std::fill(t, t + target_plane, bias ? bias[grp * mg + m] : 0.f);
@@ -131,11 +132,10 @@ void run_conv_transpose(Node& n, const ExecContext& ctx) {
             for (int64_t j0 = 0; j0 < in_plane; j0 += s.block) {
                 const int64_t cols = std::min(s.block, in_plane - j0);
                 // columns[(m, tap)][j] = sum over c of W[c][m][tap] * x[c][j]
-                sgemm(true, false, mg * taps, cols, cg, 1.f, wg, mg * taps, xg + j0, in_plane, 0.f, s.columns.data(),
-                      cols);
+                sgemm(true, false, mg * taps, cols, cg, 1.f, wg, mg * taps, xg + j0, in_plane, 0.f, columns, cols);
                 block_segments(g, j0, j0 + cols, s.segments);
                 parallel_for(ctx, mg, [&](int64_t m) {
-                    col2im_channel(s, s.columns.data() + m * taps * cols, cols, target + m * target_plane);
+                    col2im_channel(s, columns + m * taps * cols, cols, target + m * target_plane);
                 });
             }
             if (phased)
@@ -161,7 +161,7 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
     }
     const int64_t rows = (g.out_ch / g.group) * g.taps();
     s.block = std::min(g.in_plane(), std::max<int64_t>(64, kColumnBudget / rows));
-    s.columns.resize(rows * s.block);
+    s.columns_at = take_scratch(n, static_cast<size_t>(rows * s.block) * sizeof(float));
     s.segments.reserve(s.block / g.in[2] + 2);
     const int64_t sw = g.stride[2];
     s.w_lo.resize(g.k[2]);
@@ -178,7 +178,10 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
             s.w_dst[kw] = phase * s.qw + (off - phase) / sw;  // phase row, then j = i + floor(off / sw)
         }
     }
-    if (sw > 1) s.phased.resize((g.out_ch / g.group) * g.out[0] * g.out[1] * sw * s.qw);
+    if (sw > 1) {
+        const int64_t phased = (g.out_ch / g.group) * g.out[0] * g.out[1] * sw * s.qw;
+        s.phased_at = take_scratch(n, static_cast<size_t>(phased) * sizeof(float));
+    }
     return true;
 }
 

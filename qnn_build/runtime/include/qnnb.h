@@ -189,6 +189,9 @@ QNNB_EXPORT qnnb_status qnnb_graph_load_context(qnnb_graph* graph, const void* d
  * activations would take each in its own buffer. */
 QNNB_EXPORT qnnb_status qnnb_graph_memory_plan(const qnnb_graph* graph, uint64_t* arena_bytes,
                                                uint64_t* tensor_bytes);
+/* The kernels' scratch of a finalized graph: one region, the size of the largest node's working
+ * memory, shared by every node because nodes run one at a time. */
+QNNB_EXPORT qnnb_status qnnb_graph_scratch_bytes(const qnnb_graph* graph, uint64_t* scratch_bytes);
 
 QNNB_EXPORT const char* qnnb_graph_last_error(const qnnb_graph* graph);
 QNNB_EXPORT const char* qnnb_status_string(qnnb_status status);

@@ -28,6 +28,25 @@
 namespace qnnb {
 namespace npu {
 
+void fill_padding(uint8_t* image, const Geometry& g, const int64_t* pd, int64_t pixel, uint8_t value) {
+    const int64_t row = pd[2] * pixel, plane = pd[1] * row;
+    for (int64_t d = 0; d < pd[0]; ++d) {
+        uint8_t* p = image + d * plane;
+        if (d < g.pad_lo[0] || d >= g.pad_lo[0] + g.in[0]) {
+            std::memset(p, value, static_cast<size_t>(plane));
+            continue;
+        }
+        std::memset(p, value, static_cast<size_t>(g.pad_lo[1] * row));
+        const int64_t below = g.pad_lo[1] + g.in[1];
+        std::memset(p + below * row, value, static_cast<size_t>((pd[1] - below) * row));
+        const int64_t left = g.pad_lo[2] * pixel, right = (g.pad_lo[2] + g.in[2]) * pixel;
+        for (int64_t h = g.pad_lo[1]; h < below; ++h) {
+            std::memset(p + h * row, value, static_cast<size_t>(left));
+            std::memset(p + h * row + right, value, static_cast<size_t>(row - right));
+        }
+    }
+}
+
 bool read_geometry(const Node& n, Geometry& g, std::string& err) {
     const Tensor* x = n.in[0];
     const Tensor* w = n.in[1];
@@ -101,10 +120,10 @@ struct ConvState {
     int64_t block = 0;       // input channels per block (the group's cg when not block-wise)
     // direct: x − zp_x with zero padding, one batch item, [channel][Dp][Hp][Wp]
     int64_t pd[3] = {1, 1, 1};
-    std::vector<int32_t> padded;  // storage (int16 or int32 elements)
-    // vnni: zp-padded pixels [Dp][Hp][Wp][group][cg4]
+    size_t padded_at = 0;  // in the node's scratch (int16 or int32 elements)
+    // vnni: zp-padded pixels [Dp][Hp][Wp][group][cg4], in the node's scratch
     int64_t cg4 = 0, pixel = 0;
-    std::vector<uint8_t> pixels;
+    size_t pixels_at = 0;
     std::vector<VnniWeights> vw;      // per group
     std::vector<int64_t> tap_off;     // per tap, bytes from a window origin
     std::vector<VnniRequant> rq;      // per group: bias − zp_x · sum(w), multipliers
@@ -229,12 +248,12 @@ void run_direct(Node& n, ConvState& s, const ExecContext& ctx) {
         const TX* xb = x + b * g.in_ch * g.in_plane();
         TY* yb = y + b * g.out_ch * g.out_plane();
         if (sizeof(TX) == 1) {  // |x − zp| <= 255: int16 elements
-            int16_t* xs = reinterpret_cast<int16_t*>(s.padded.data());
+            int16_t* xs = scratch_at<int16_t>(n, s.padded_at);
             fill_padded(s, xb, xs, ctx);
             if (s.acc32) conv_direct_item<int32_t>(s, xs, yb, ctx);
             else conv_direct_item<int64_t>(s, xs, yb, ctx);
         } else {
-            int32_t* xs = s.padded.data();
+            int32_t* xs = scratch_at<int32_t>(n, s.padded_at);
             fill_padded(s, xb, xs, ctx);
             if (s.acc32) conv_direct_item<int32_t>(s, xs, yb, ctx);
             else conv_direct_item<int64_t>(s, xs, yb, ctx);
@@ -251,9 +270,8 @@ void prepare_vnni(Node& n, ConvState& s) {
     const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
     s.cg4 = (cg + 3) / 4 * 4;
     s.pixel = g.group * s.cg4;
-    // Padding pixels hold the zero point (they add zp_x · w, removed with the rest of zp_x · sum(w));
-    // run() rewrites only the input's pixels.
-    s.pixels.assign(static_cast<size_t>(s.pd[0] * s.pd[1] * s.pd[2] * s.pixel), static_cast<uint8_t>(s.zp_x));
+    // Padding pixels hold the zero point (they add zp_x · w, removed with the rest of zp_x · sum(w)).
+    s.pixels_at = take_scratch(n, static_cast<size_t>(s.pd[0] * s.pd[1] * s.pd[2] * s.pixel));
     s.vw.resize(static_cast<size_t>(g.group));
     s.rq.resize(static_cast<size_t>(g.group));
     for (int64_t grp = 0; grp < g.group; ++grp) {
@@ -278,12 +296,15 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
     TY* y = n.out[0]->out<TY>();
     const int64_t cg = g.cg(), mg = g.mg(), plane = g.out_plane();
     const int64_t chunks = (plane + kPositionChunk - 1) / kPositionChunk;
+    uint8_t* pixels = scratch_at<uint8_t>(n, s.pixels_at);
+    const uint8_t zp = static_cast<uint8_t>(s.zp_x);
+    fill_padding(pixels, g, s.pd, s.pixel, zp);
     for (int64_t b = 0; b < g.batch; ++b) {
         const uint8_t* xb = x + b * g.in_ch * g.in_plane();
-        // The input's pixels: [D][H][W][group][cg4] at offset pad_lo.
+        // The input's pixels: [D][H][W][group][cg4] at offset pad_lo (the cg4 − cg tail: zp too).
         parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
-            uint8_t* row = s.pixels.data() + (((id + g.pad_lo[0]) * s.pd[1] + ih + g.pad_lo[1]) * s.pd[2] + g.pad_lo[2]) * s.pixel;
+            uint8_t* row = pixels + (((id + g.pad_lo[0]) * s.pd[1] + ih + g.pad_lo[1]) * s.pd[2] + g.pad_lo[2]) * s.pixel;
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
             for (int64_t grp = 0; grp < g.group; ++grp) {
                 // 16 channels at a time: each pixel gets 16 contiguous bytes from 16 input rows.
@@ -300,6 +321,9 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
                             for (int64_t i = 0; i < cn; ++i) dst[i] = rows_in[i][iw];
                     }
                 }
+                if (s.cg4 > cg)
+                    for (int64_t iw = 0; iw < g.in[2]; ++iw)
+                        std::memset(row + iw * s.pixel + grp * s.cg4 + cg, zp, static_cast<size_t>(s.cg4 - cg));
             }
         });
         TY* yb = y + b * g.out_ch * plane;
@@ -319,7 +343,7 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
                 for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
                     const int64_t rn = std::min<int64_t>(kVnniRows, count - r0);
                     const uint8_t* rows[kVnniRows];
-                    for (int r = 0; r < kVnniRows; ++r) rows[r] = s.pixels.data() + origin[r0 + std::min<int64_t>(r, rn - 1)];
+                    for (int r = 0; r < kVnniRows; ++r) rows[r] = pixels + origin[r0 + std::min<int64_t>(r, rn - 1)];
                     vnni_block(vw, cb, rows, s.tap_off.data(), acc);
                     vnni_requant(rq, c0, vw.vectors(cb), acc, static_cast<int>(rn), q);  // (N2)-(N3)
                     for (int64_t ci = 0; ci < cn; ++ci) {
@@ -373,13 +397,14 @@ bool prepare_conv(Node& n, std::string& err) {
     } else if (vnni) {
         s.path = Path::Vnni;
         prepare_vnni(n, s);
-    } else if (n.in[0]->dtype == QNNB_UINT8 && prepare_depthwise(g, s.pd, s.p, s.w, wmax, s.zp_x, s.dw)) {
+    } else if (n.in[0]->dtype == QNNB_UINT8 && prepare_depthwise(n, g, s.pd, s.p, s.w, wmax, s.zp_x, s.dw)) {
         s.path = Path::Depthwise;
     } else {
         s.path = Path::Direct;
         const int64_t elems = g.in_ch * s.pd[0] * s.pd[1] * s.pd[2];
-        s.padded.resize(static_cast<size_t>(n.in[0]->dtype == QNNB_UINT8 ? (elems + 1) / 2 : elems));
+        s.padded_at = take_scratch(n, static_cast<size_t>(elems) * (n.in[0]->dtype == QNNB_UINT8 ? 2 : 4));
     }
+    if (s.path == Path::Vnni || s.path == Path::Depthwise) std::vector<int16_t>().swap(s.w);  // packed copies hold them
     return true;
 }
 
@@ -393,7 +418,7 @@ void run_conv(Node& n, const ExecContext& ctx) {
                 if constexpr (sizeof(TX) == 1) run_vnni<TY>(n, s, ctx);
                 break;
             case Path::Depthwise:
-                if constexpr (sizeof(TX) == 1) run_depthwise(s.dw, n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(), sizeof(TY) == 1, ctx);
+                if constexpr (sizeof(TX) == 1) run_depthwise(s.dw, scratch_at<int16_t>(n, s.dw.x_at), n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(), sizeof(TY) == 1, ctx);
                 break;
             case Path::Direct: run_direct<TX, TY>(n, s, ctx); break;
             default:

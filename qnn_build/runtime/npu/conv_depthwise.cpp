@@ -14,20 +14,23 @@ namespace {
 constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
 template <class TY>
-void run_typed(DepthwiseConv& dw, const uint8_t* x, TY* y, const ExecContext& ctx) {
+void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, const ExecContext& ctx) {
     const Geometry& g = dw.g;
     const int64_t ch = g.out_ch, plane = g.out_plane(), in_plane = g.in_plane(), taps = g.taps();
     const int64_t cblocks = dw.cpad / kVnniBlock, chunks = (plane + kPositionChunk - 1) / kPositionChunk;
+    fill_padding(reinterpret_cast<uint8_t*>(xs), g, dw.pd, dw.cpad * 2, 0);
     for (int64_t b = 0; b < g.batch; ++b) {
         const uint8_t* xb = x + b * ch * in_plane;
-        // The input's pixels (the padding stays 0 from prepare).
+        // The input's pixels, channels past ch 0 (the padding is 0 from fill_padding).
         parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
-            int16_t* row = dw.x.data() + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.cpad;
+            int16_t* row = xs + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.cpad;
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
             for (int64_t c = 0; c < ch; ++c)
                 for (int64_t iw = 0; iw < g.in[2]; ++iw)
                     row[iw * dw.cpad + c] = static_cast<int16_t>(src[c * in_plane + iw] - dw.zp_x);
+            if (dw.cpad > ch)
+                for (int64_t iw = 0; iw < g.in[2]; ++iw) std::fill(row + iw * dw.cpad + ch, row + (iw + 1) * dw.cpad, int16_t{0});
         });
         TY* yb = y + b * ch * plane;
         parallel_for(ctx, cblocks * chunks, [&](int64_t task) {
@@ -46,9 +49,9 @@ void run_typed(DepthwiseConv& dw, const uint8_t* x, TY* y, const ExecContext& ct
                     int32_t* a = acc + r * kVnniBlock;
                     for (int64_t i = 0; i < width; ++i) a[i] = 0;
                     for (int64_t t = 0; t < taps; ++t) {
-                        const int16_t* xs = dw.x.data() + (origin + dw.tap_off[t]) * dw.cpad + c0;
+                        const int16_t* xt = xs + (origin + dw.tap_off[t]) * dw.cpad + c0;
                         const int32_t* wt = dw.w.data() + t * dw.cpad + c0;
-                        for (int64_t i = 0; i < width; ++i) a[i] += xs[i] * wt[i];
+                        for (int64_t i = 0; i < width; ++i) a[i] += xt[i] * wt[i];
                     }
                 }
                 vnni_requant(dw.rq, c0, vectors, acc, rn, q);  // (N2)-(N3)
@@ -61,7 +64,7 @@ void run_typed(DepthwiseConv& dw, const uint8_t* x, TY* y, const ExecContext& ct
 
 }  // namespace
 
-bool prepare_depthwise(const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
+bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
                        int32_t wmax, int32_t zp_x, DepthwiseConv& dw) {
     const int64_t taps = g.taps();
     if (!QNNB_NPU_BLOCK || g.group != g.in_ch || g.out_ch != g.in_ch || p.blockwise() || p.sign != 1 ||
@@ -71,7 +74,7 @@ bool prepare_depthwise(const Geometry& g, const int64_t* pd, const ChannelParams
     std::copy(pd, pd + 3, dw.pd);
     dw.zp_x = zp_x;
     dw.cpad = (g.out_ch + kVnniBlock - 1) / kVnniBlock * kVnniBlock;
-    dw.x.assign(static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.cpad), 0);
+    dw.x_at = take_scratch(n, static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.cpad) * sizeof(int16_t));
     dw.w.assign(static_cast<size_t>(taps * dw.cpad), 0);
     for (int64_t c = 0; c < g.out_ch; ++c)
         for (int64_t t = 0; t < taps; ++t) dw.w[static_cast<size_t>(t * dw.cpad + c)] = w[static_cast<size_t>(c * taps + t)];
@@ -83,9 +86,9 @@ bool prepare_depthwise(const Geometry& g, const int64_t* pd, const ChannelParams
     return true;
 }
 
-void run_depthwise(DepthwiseConv& dw, const uint8_t* x, void* y, bool y8, const ExecContext& ctx) {
-    if (y8) run_typed(dw, x, static_cast<uint8_t*>(y), ctx);
-    else run_typed(dw, x, static_cast<uint16_t*>(y), ctx);
+void run_depthwise(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx) {
+    if (y8) run_typed(dw, xs, x, static_cast<uint8_t*>(y), ctx);
+    else run_typed(dw, xs, x, static_cast<uint16_t*>(y), ctx);
 }
 
 }  // namespace npu

@@ -17,7 +17,7 @@ struct DepthwiseConv {
     Geometry g;
     int64_t pd[3] = {1, 1, 1};    // padded extents (D, H, W)
     int64_t cpad = 0;             // channels padded to whole blocks of 64
-    std::vector<int16_t> x;       // [Dp][Hp][Wp][cpad]: x − zp_x, 0 in the padding
+    size_t x_at = 0;              // in the node's scratch: [Dp][Hp][Wp][cpad] x − zp_x, 0 in the padding
     std::vector<int32_t> w;       // [tap][cpad]
     std::vector<int64_t> tap_off; // per tap, pixels from a window origin
     int32_t zp_x = 0;
@@ -25,12 +25,13 @@ struct DepthwiseConv {
 };
 
 // True when the path applies (with QNNB_NPU_BLOCK for the vector requantization): then `dw` is
-// ready. `w` is the weight's integers [channel][tap], pd the padded extents.
-bool prepare_depthwise(const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
+// ready and n's scratch holds its staging image. `w` is the weight's integers [channel][tap], pd
+// the padded extents.
+bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
                        int32_t wmax, int32_t zp_x, DepthwiseConv& dw);
 
-// y: uint8 codes when y8, else uint16.
-void run_depthwise(DepthwiseConv& dw, const uint8_t* x, void* y, bool y8, const ExecContext& ctx);
+// y: uint8 codes when y8, else uint16; xs: the node's scratch at x_at.
+void run_depthwise(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx);
 
 }  // namespace npu
 }  // namespace qnnb

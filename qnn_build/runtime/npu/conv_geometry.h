@@ -21,6 +21,11 @@ struct Geometry {
     int64_t mg() const { return out_ch / group; }  // output channels per group
 };
 
+// A padded image [pd0][pd1][pd2] of `pixel` bytes per position, the input at offset pad_lo (the
+// fast paths' staging copy in the node's scratch): sets every byte of every position outside the
+// input to `value`, what the padding must read. Run writes the input's positions itself.
+void fill_padding(uint8_t* image, const Geometry& g, const int64_t* pd, int64_t pixel, uint8_t value);
+
 // Rank, kernel_shape/strides/dilations/pads, the spatial dims and the group; the weight's channels
 // are each op's to check.
 bool read_geometry(const Node& n, Geometry& g, std::string& err);

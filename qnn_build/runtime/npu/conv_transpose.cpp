@@ -5,6 +5,7 @@
 //    output position its tap reaches, then the vector requantization;
 //  - scatter (everything else): each input pixel scattered into the outputs its taps reach.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "../core/parallel.h"
@@ -27,15 +28,16 @@ struct TransposeState {
     bool acc32 = true;
     bool scatter = false;  // the fast path below; block-wise weights and QNNB_NPU_REFERENCE take the loops
     bool block = false;    // the block path
-    // block: pixels [in plane][group][cg4] (the cg4 − cg pad bytes stay 0); per group the weights
-    // as columns t · mg + m over K = cg; cols [group][in plane][cpad]: each pixel's column sums
-    // less zp_x · colsum; planes [group][channel block][out plane][64]: the output accumulators.
+    // block: per group the weights as columns t · mg + m over K = cg. In the node's scratch: pixels
+    // [in plane][group][cg4] (the cg4 − cg pad bytes 0); cols [group][in plane][cpad]: each pixel's
+    // column sums less zp_x · colsum; planes [group][channel block][out plane][lanes]: the output
+    // accumulators.
     int64_t cg4 = 0, cpad = 0, mblocks = 0;
-    std::vector<uint8_t> pixels;
     std::vector<VnniWeights> vw;
     std::vector<VnniRequant> rq;  // per group: bias, multipliers
     std::vector<int32_t> zpw;     // per group, per column: zp_x · colsum
-    std::vector<int32_t> cols, planes;
+    size_t pixels_at = 0, cols_at = 0, planes_at = 0;
+    int64_t lanes = 0;  // accumulators per output position: 64, fewer when mg < 64 (16 per vector)
 };
 
 template <class TA, class TX, class TY>
@@ -135,7 +137,6 @@ void prepare_block(Node& n, TransposeState& s) {
     const Geometry& g = s.g;
     const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
     s.cg4 = (cg + 3) / 4 * 4;
-    s.pixels.assign(static_cast<size_t>(g.in_plane() * g.group * s.cg4), 0);
     s.vw.resize(static_cast<size_t>(g.group));
     s.rq.resize(static_cast<size_t>(g.group));
     s.mblocks = (mg + kVnniBlock - 1) / kVnniBlock;
@@ -149,8 +150,10 @@ void prepare_block(Node& n, TransposeState& s) {
         prepare_requant(s.p, grp * mg, std::vector<int64_t>(s.p.bias.begin() + grp * mg, s.p.bias.begin() + (grp + 1) * mg),
                         false, s.rq[static_cast<size_t>(grp)]);
     }
-    s.cols.assign(static_cast<size_t>(g.group * g.in_plane() * s.cpad), 0);
-    s.planes.assign(static_cast<size_t>(g.group * s.mblocks * g.out_plane() * kVnniBlock), 0);
+    s.pixels_at = take_scratch(n, static_cast<size_t>(g.in_plane() * g.group * s.cg4));
+    s.cols_at = take_scratch(n, static_cast<size_t>(g.group * g.in_plane() * s.cpad) * sizeof(int32_t));
+    s.lanes = std::min<int64_t>(kVnniBlock, (mg + 15) / 16 * 16);
+    s.planes_at = take_scratch(n, static_cast<size_t>(g.group * s.mblocks * g.out_plane() * s.lanes) * sizeof(int32_t));
 }
 
 // The output index along dim d that input index i reaches with tap k, or -1 outside the output.
@@ -160,15 +163,19 @@ inline int64_t reach(const Geometry& g, int d, int64_t i, int64_t k) {
 }
 
 template <class TY>
-void run_block(TransposeState& s, const uint8_t* x, TY* y, const ExecContext& ctx) {
+void run_block(const Node& n, const TransposeState& s, const uint8_t* x, TY* y, const ExecContext& ctx) {
     const Geometry& g = s.g;
+    uint8_t* pixels = scratch_at<uint8_t>(n, s.pixels_at);
+    int32_t* cols = scratch_at<int32_t>(n, s.cols_at);
+    int32_t* planes = scratch_at<int32_t>(n, s.planes_at);
     const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), in_plane = g.in_plane(), plane = g.out_plane();
     const int64_t chunks = (in_plane + kPixelChunk - 1) / kPixelChunk, pixel = g.group * s.cg4;
     const int64_t zero_tap = 0;
+    if (s.cg4 > cg) std::memset(pixels, 0, static_cast<size_t>(in_plane * pixel));  // the pad bytes
     for (int64_t b = 0; b < g.batch; ++b) {
         const uint8_t* xb = x + b * g.in_ch * in_plane;
         parallel_for(ctx, g.in_ch, [&](int64_t ci) {
-            uint8_t* dst = s.pixels.data() + (ci / cg) * s.cg4 + ci % cg;
+            uint8_t* dst = pixels + (ci / cg) * s.cg4 + ci % cg;
             const uint8_t* src = xb + ci * in_plane;
             for (int64_t p = 0; p < in_plane; ++p) dst[p * pixel] = src[p];
         });
@@ -182,12 +189,12 @@ void run_block(TransposeState& s, const uint8_t* x, TY* y, const ExecContext& ct
                 const int64_t rn = std::min<int64_t>(kVnniRows, count - r0);
                 const uint8_t* rows[kVnniRows];
                 for (int r = 0; r < kVnniRows; ++r)
-                    rows[r] = s.pixels.data() + (p0 + r0 + std::min<int64_t>(r, rn - 1)) * pixel + grp * s.cg4;
+                    rows[r] = pixels + (p0 + r0 + std::min<int64_t>(r, rn - 1)) * pixel + grp * s.cg4;
                 for (int64_t cb = 0; cb < vw.cblocks; ++cb) {
                     vnni_block(vw, cb, rows, &zero_tap, acc);
                     const int64_t width = 16 * vw.vectors(cb);
                     for (int64_t r = 0; r < rn; ++r) {
-                        int32_t* col = s.cols.data() + (grp * in_plane + p0 + r0 + r) * s.cpad + cb * kVnniBlock;
+                        int32_t* col = cols + (grp * in_plane + p0 + r0 + r) * s.cpad + cb * kVnniBlock;
                         for (int64_t i = 0; i < width; ++i) col[i] = acc[r * kVnniBlock + i] - zpw[cb * kVnniBlock + i];
                     }
                 }
@@ -196,30 +203,35 @@ void run_block(TransposeState& s, const uint8_t* x, TY* y, const ExecContext& ct
         parallel_for(ctx, g.group * s.mblocks, [&](int64_t task) {
             const int64_t grp = task / s.mblocks, m0 = (task % s.mblocks) * kVnniBlock;
             const int64_t mn = std::min<int64_t>(kVnniBlock, mg - m0);
-            int32_t* acc = s.planes.data() + task * plane * kVnniBlock;
-            std::fill(acc, acc + plane * kVnniBlock, 0);
+            int32_t* acc = planes + task * plane * s.lanes;
+            std::fill(acc, acc + plane * s.lanes, 0);
             for (int64_t id = 0; id < g.in[0]; ++id)
                 for (int64_t ih = 0; ih < g.in[1]; ++ih)
                     for (int64_t iw = 0; iw < g.in[2]; ++iw) {
                         const int64_t p = (id * g.in[1] + ih) * g.in[2] + iw;
-                        const int32_t* col = s.cols.data() + (grp * in_plane + p) * s.cpad + m0;
+                        const int32_t* col = cols + (grp * in_plane + p) * s.cpad + m0;
                         for (int64_t kd = 0, t = 0; kd < g.k[0]; ++kd)
                             for (int64_t kh = 0; kh < g.k[1]; ++kh)
                                 for (int64_t kw = 0; kw < g.k[2]; ++kw, ++t) {
                                     const int64_t od = reach(g, 0, id, kd), oh = reach(g, 1, ih, kh), ow = reach(g, 2, iw, kw);
                                     if (od < 0 || oh < 0 || ow < 0) continue;
-                                    int32_t* dst = acc + ((od * g.out[1] + oh) * g.out[2] + ow) * kVnniBlock;
+                                    int32_t* dst = acc + ((od * g.out[1] + oh) * g.out[2] + ow) * s.lanes;
                                     const int32_t* src = col + t * mg;
                                     for (int64_t i = 0; i < mn; ++i) dst[i] += src[i];
                                 }
                     }
             const VnniRequant& rq = s.rq[static_cast<size_t>(grp)];
             const int vectors = static_cast<int>((mn + 15) / 16);
-            alignas(64) int32_t q[kVnniRows * kVnniBlock];
+            alignas(64) int32_t q[kVnniRows * kVnniBlock], rows[kVnniRows * kVnniBlock];
             TY* yg = y + (b * g.out_ch + grp * mg + m0) * plane;
             for (int64_t o0 = 0; o0 < plane; o0 += kVnniRows) {
                 const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, plane - o0));
-                vnni_requant(rq, m0, vectors, acc + o0 * kVnniBlock, rn, q);  // (N2)-(N3)
+                const int32_t* in = acc + o0 * s.lanes;
+                if (s.lanes != kVnniBlock) {  // vnni_requant takes rows of 64
+                    for (int r = 0; r < rn; ++r) std::copy(in + r * s.lanes, in + r * s.lanes + 16 * vectors, rows + r * kVnniBlock);
+                    in = rows;
+                }
+                vnni_requant(rq, m0, vectors, in, rn, q);  // (N2)-(N3)
                 for (int64_t i = 0; i < mn; ++i)
                     for (int r = 0; r < rn; ++r) yg[i * plane + o0 + r] = static_cast<TY>(q[r * kVnniBlock + i]);
             }
@@ -263,7 +275,7 @@ void run_conv_transpose(Node& n, const ExecContext& ctx) {
         const TX* x = n.in[0]->in<TX>();
         TY* y = n.out[0]->out<TY>();
         if constexpr (sizeof(TX) == 1) {
-            if (s.block) return run_block(s, x, y, ctx);
+            if (s.block) return run_block(n, s, x, y, ctx);
         }
         if (s.scatter && s.acc32) conv_transpose_scatter<int32_t>(s, x, y, ctx);
         else if (s.scatter) conv_transpose_scatter<int64_t>(s, x, y, ctx);

@@ -41,7 +41,7 @@ struct ProductState {
     VnniRequant rq;                            // bias − sign · zp_A · sum(w), multipliers
     int64_t kpad = 0;                          // bytes per row of A as the kernel reads it
     bool a_in_place = false;
-    std::vector<uint8_t> a_rows;               // A copied as [rows][kpad] when not in place
+    size_t a_rows_at = 0;                      // in the node's scratch: A as [rows][kpad] when not in place
 };
 
 Kind kind_of(const Tensor& t) {
@@ -151,18 +151,18 @@ void product_rows(const ProductState& s, const XA* a, const XB* b, TY* y, const 
 constexpr int64_t kRowChunk = 16 * kVnniRows;
 
 template <class TY>
-void product_vnni(ProductState& s, const uint8_t* a, TY* y, const ExecContext& ctx) {
+void product_vnni(const Node& node, const ProductState& s, const uint8_t* a, TY* y, const ExecContext& ctx) {
     const int64_t rows = s.m;  // one B matrix: A's batches are merged into M
     const uint8_t* base = a;
     int64_t stride = s.a_si;
     if (!s.a_in_place) {
-        s.a_rows.resize(static_cast<size_t>(rows * s.kpad));
+        uint8_t* a_rows = scratch_at<uint8_t>(node, s.a_rows_at);
         parallel_for(ctx, rows, [&](int64_t i) {
-            uint8_t* dst = s.a_rows.data() + i * s.kpad;
+            uint8_t* dst = a_rows + i * s.kpad;
             for (int64_t kk = 0; kk < s.k; ++kk) dst[kk] = a[i * s.a_si + kk * s.a_sk];
             std::fill(dst + s.k, dst + s.kpad, uint8_t{0});  // times zero weights
         });
-        base = s.a_rows.data();
+        base = a_rows;
         stride = s.kpad;
     }
     const int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
@@ -237,6 +237,7 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
         prepare_requant(s.p, 0, comp, s.p.sign < 0, s.rq);
         s.kpad = s.vw.kq * 4;
         s.a_in_place = s.a_sk == 1 && s.k == s.kpad;
+        if (!s.a_in_place) s.a_rows_at = take_scratch(node, static_cast<size_t>(s.m * s.kpad));
     } else if (s.b_sj == 1) {
         s.path = Path::Rows;
     } else {
@@ -378,7 +379,7 @@ void run_product(Node& node, const ExecContext& ctx) {
         using TY = decltype(ty);
         TY* y = node.out[0]->out<TY>();
         if (s.path == Path::Vnni) {
-            product_vnni<TY>(s, node.in[0]->in<uint8_t>(), y, ctx);
+            product_vnni<TY>(node, s, node.in[0]->in<uint8_t>(), y, ctx);
             return;
         }
         with_kind(s.a_kind, [&](auto xa) {
