@@ -130,6 +130,20 @@ def _shared_ranges(graph, stats) -> dict[str, tuple[float, float]]:
     return out
 
 
+# x at or below which a function is constant: HardSwish(x) = x·clip(x/6 + 1/2, 0, 1) = 0 for x <= -3.
+FLAT_BELOW = {"HardSwish": -3.0}
+
+
+def _flat_cut(graph, name, consumers, lo: float) -> float:
+    """(3b): the low end of a range that only functions constant below a bound read. Values below the
+    bound give the same outputs as the bound itself, so no codes are spent on them (as a Relu
+    fusion spends none on negative values)."""
+    users = consumers.get(name, [])
+    if not users or name in graph.outputs or any(u.op_type not in FLAT_BELOW for u in users):
+        return lo
+    return max(lo, min(FLAT_BELOW[u.op_type] for u in users))
+
+
 # |x| past which a function's value is within a fraction of a 16-bit step of its limit.
 SATURATES_AT = {"Sigmoid": 16.0, "Tanh": 8.0}
 
@@ -200,6 +214,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
             chosen.setdefault(source, (lo, hi, bits))
             if name in graph.recurrent:
                 lo, hi = _saturated(graph, name, consumers, lo, hi)
+            lo = _flat_cut(graph, name, consumers, lo)
             t.encoding = activation_encoding(lo, hi, bits)
     return chosen
 
