@@ -1,14 +1,14 @@
 """Post-training quantization accuracy: ours (w8a8, w8a16, w4a16) against onnxruntime's and NNCF's.
 
-    python bench/bench_quant.py [--calib 100] [--test 200] [--models digits_cnn,transformer_block]
+    python bench/bench_quant.py [--calib 100] [--calib-offset 0] [--test 200] [--models digits_cnn,transformer_block]
                                 [--model PATH [--input-dim NAME DIMS] [--input-value NAME VALUE]
                                               [--calibration NPZ] [--test-data NPZ]]...
                                 [--tools ours,ort,nncf] [--only TEXT,...] [--markdown FILE]
 
 One run. For every shipped model (models/<name>/model.onnx with its calibration.npz and test.npz,
 dynamic dims pinned to 1, or as a models/*.yaml spec pins them) and every extra `--model`, every
-tool gets the SAME float model (dims pinned), the SAME first --calib calibration samples and is
-measured on the SAME first --test test samples:
+tool gets the SAME float model (dims pinned), the SAME --calib calibration samples (the first, or
+from index --calib-offset on) and is measured on the SAME first --test test samples:
 
 - ours: convert(precision=...) with a few settings, compiled and run on our cpu backend (the
   quantized float simulation: every rounding and clamp of the integer model);
@@ -80,6 +80,7 @@ def ours_settings(block_size: int) -> list[Setting]:
         ("ours w8a8 search", "w8a8", {"act_range": "search"}),
         ("ours w8a8 gptq", "w8a8", {"weight_rounding": "gptq"}),  # error-feedback weight rounding
         ("ours w8a8 search+gptq", "w8a8", {"act_range": "search", "weight_rounding": "gptq"}),
+        ("ours w8a8 gptq+biascorr", "w8a8", {"weight_rounding": "gptq", "bias_correction": True}),
         ("ours w8a8 mse", "w8a8", {"act_range": "mse", "weight_range": "mse"}),
         ("ours w8a8 mse+cle", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True}),
         ("ours w8a8 mse+cle+biascorr", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True,
@@ -326,7 +327,8 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
             from onnx import helper
             dtypes = {vi.name: helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
                       for vi in model.graph.input if vi.name in dims}
-            calib, _ = load_samples(bench.calibration, dims, dtypes, args.calib, seed=0)
+            calib, _ = load_samples(bench.calibration, dims, dtypes, args.calib_offset + args.calib, seed=0)
+            calib = calib[args.calib_offset:]
             test, labels = load_samples(bench.test, dims, dtypes, args.test, seed=1)
             np.savez(tmp / "calibration.npz", **{k: np.stack([s[k] for s in calib]) for k in dims})
             calib, test = pinned_feeds(calib, model, bench.values), pinned_feeds(test, model, bench.values)
@@ -335,7 +337,7 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
             info["error"] = short_reason(e)
             return [], info
         out_names = [o.name for o in model.graph.output]
-        info.update(outputs=out_names, dims=dims, n_calib=len(calib), n_test=len(test),
+        info.update(outputs=out_names, dims=dims, n_calib=len(calib), calib_offset=args.calib_offset, n_test=len(test),
                     n_float_acts=peers.float_activations(float_path),
                     random_data=bench.calibration is None or bench.test is None,
                     classifier=[is_classifier(r.shape[1:]) for r in ref])
@@ -418,7 +420,8 @@ def model_heading(info) -> str:
     if "error" in info:
         return f"{info['name']}: cannot prepare the model: {info['error']}"
     dims = ", ".join(f"{k} {v}" for k, v in info["dims"].items())
-    text = (f"{info['name']} ({dims}; {info['n_calib']} calibration, {info['n_test']} test samples; "
+    offset = f" (from sample {info['calib_offset']})" if info.get("calib_offset") else ""
+    text = (f"{info['name']} ({dims}; {info['n_calib']} calibration{offset}, {info['n_test']} test samples; "
             f"{info['n_float_acts']} float activations")
     if info.get("random_data"):
         text += ", random normal inputs"
@@ -524,6 +527,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calib", type=int, default=100, help="calibration samples per model (default 100)")
+    ap.add_argument("--calib-offset", type=int, default=0,
+                    help="calibrate on the samples from this index on (default 0: the first --calib)")
     ap.add_argument("--test", type=int, default=200, help="test samples per model (default 200)")
     ap.add_argument("--models", help="comma-separated shipped model names (default: all)")
     ap.add_argument("--no-zoo", action="store_true", help="only the --model files")
