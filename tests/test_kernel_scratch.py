@@ -36,7 +36,8 @@ def chain_model(path, seed, depthwise_twice=False):
     inits = [weight("w1", [8, 3, 3, 3]), weight("b1", [8]), weight("w2", [8, 1, 3, 3]), weight("w3", [8, 6, 2, 2]),
              weight("w4", [5, 6, 3, 3]), weight("w5", [10, 5 * 11 * 12])]
     if depthwise_twice:
-        nodes.insert(3, helper.make_node("Conv", ["c2", "w2b"], ["c2b"], group=8, pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+        nodes.insert(3, helper.make_node("Conv", ["c2", "w2b"], ["c2b"], group=8, pads=[1, 1, 1, 1],
+                                         kernel_shape=[3, 3]))
         inits.append(weight("w2b", [8, 1, 3, 3]))
     graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 12])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)

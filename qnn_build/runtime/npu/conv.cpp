@@ -304,7 +304,8 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
         // The input's pixels: [D][H][W][group][cg4] at offset pad_lo (the cg4 − cg tail: zp too).
         parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
-            uint8_t* row = pixels + (((id + g.pad_lo[0]) * s.pd[1] + ih + g.pad_lo[1]) * s.pd[2] + g.pad_lo[2]) * s.pixel;
+            const int64_t at = ((id + g.pad_lo[0]) * s.pd[1] + ih + g.pad_lo[1]) * s.pd[2] + g.pad_lo[2];
+            uint8_t* row = pixels + at * s.pixel;
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
             for (int64_t grp = 0; grp < g.group; ++grp) {
                 // 16 channels at a time: each pixel gets 16 contiguous bytes from 16 input rows.
@@ -418,7 +419,9 @@ void run_conv(Node& n, const ExecContext& ctx) {
                 if constexpr (sizeof(TX) == 1) run_vnni<TY>(n, s, ctx);
                 break;
             case Path::Depthwise:
-                if constexpr (sizeof(TX) == 1) run_depthwise(s.dw, scratch_at<int16_t>(n, s.dw.x_at), n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(), sizeof(TY) == 1, ctx);
+                if constexpr (sizeof(TX) == 1)
+                    run_depthwise(s.dw, scratch_at<int16_t>(n, s.dw.x_at), n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(),
+                                  sizeof(TY) == 1, ctx);
                 break;
             case Path::Direct: run_direct<TX, TY>(n, s, ctx); break;
             default:

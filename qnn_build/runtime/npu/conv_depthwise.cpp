@@ -30,7 +30,8 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
                 for (int64_t iw = 0; iw < g.in[2]; ++iw)
                     row[iw * dw.cpad + c] = static_cast<int16_t>(src[c * in_plane + iw] - dw.zp_x);
             if (dw.cpad > ch)
-                for (int64_t iw = 0; iw < g.in[2]; ++iw) std::fill(row + iw * dw.cpad + ch, row + (iw + 1) * dw.cpad, int16_t{0});
+                for (int64_t iw = 0; iw < g.in[2]; ++iw)
+                    std::fill(row + iw * dw.cpad + ch, row + (iw + 1) * dw.cpad, int16_t{0});
         });
         TY* yb = y + b * ch * plane;
         parallel_for(ctx, cblocks * chunks, [&](int64_t task) {
@@ -64,8 +65,8 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
 
 }  // namespace
 
-bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
-                       int32_t wmax, int32_t zp_x, DepthwiseConv& dw) {
+bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p,
+                       const std::vector<int16_t>& w, int32_t wmax, int32_t zp_x, DepthwiseConv& dw) {
     const int64_t taps = g.taps();
     if (!QNNB_NPU_BLOCK || g.group != g.in_ch || g.out_ch != g.in_ch || p.blockwise() || p.sign != 1 ||
         wmax > 128 || !fits_int32(255, 128, taps))

@@ -27,8 +27,8 @@ struct DepthwiseConv {
 // True when the path applies (with QNNB_NPU_BLOCK for the vector requantization): then `dw` is
 // ready and n's scratch holds its staging image. `w` is the weight's integers [channel][tap], pd
 // the padded extents.
-bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p, const std::vector<int16_t>& w,
-                       int32_t wmax, int32_t zp_x, DepthwiseConv& dw);
+bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p,
+                       const std::vector<int16_t>& w, int32_t wmax, int32_t zp_x, DepthwiseConv& dw);
 
 // y: uint8 codes when y8, else uint16; xs: the node's scratch at x_at.
 void run_depthwise(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx);

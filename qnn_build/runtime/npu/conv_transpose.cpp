@@ -228,7 +228,8 @@ void run_block(const Node& n, const TransposeState& s, const uint8_t* x, TY* y, 
                 const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, plane - o0));
                 const int32_t* in = acc + o0 * s.lanes;
                 if (s.lanes != kVnniBlock) {  // vnni_requant takes rows of 64
-                    for (int r = 0; r < rn; ++r) std::copy(in + r * s.lanes, in + r * s.lanes + 16 * vectors, rows + r * kVnniBlock);
+                    for (int r = 0; r < rn; ++r)
+                        std::copy(in + r * s.lanes, in + r * s.lanes + 16 * vectors, rows + r * kVnniBlock);
                     in = rows;
                 }
                 vnni_requant(rq, m0, vectors, in, rn, q);  // (N2)-(N3)

@@ -48,7 +48,8 @@ void prepare_narrow(Node& n, BinaryState& s) {
     if (Op != 2) {
         auto terms = [&](uint32_t slot, int32_t zp, int k) {
             return n.prepared->get<int64_t>(slot, 256, [&](int64_t* t) {
-                for (int q = 0; q < 256; ++q) t[q] = requantize(static_cast<int64_t>(q - zp) << s.left_shift, s.mult[k], s.shift[k]);  // (N4)
+                for (int q = 0; q < 256; ++q)  // (N4)
+                    t[q] = requantize(static_cast<int64_t>(q - zp) << s.left_shift, s.mult[k], s.shift[k]);
             });
         };
         s.term_a = terms(1, s.zp_a, 0);
@@ -56,7 +57,8 @@ void prepare_narrow(Node& n, BinaryState& s) {
         // The bound is checked on the terms as held, so terms from a context binary are checked too.
         auto magnitude = [](const ArrayView<int64_t>& t) {
             uint64_t m = 0;
-            for (size_t q = 0; q < t.size(); ++q) m = std::max(m, t[q] < 0 ? 0 - static_cast<uint64_t>(t[q]) : static_cast<uint64_t>(t[q]));
+            for (size_t q = 0; q < t.size(); ++q)
+                m = std::max(m, t[q] < 0 ? 0 - static_cast<uint64_t>(t[q]) : static_cast<uint64_t>(t[q]));
             return m;
         };
         const uint64_t max_a = magnitude(s.term_a), max_b = magnitude(s.term_b);
