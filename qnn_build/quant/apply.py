@@ -9,8 +9,8 @@ import numpy as np
 from ..errors import QnnBuildError
 from ..ir.graph import Graph, Node
 from .calibrate import Stats
-from .encoding import (Encoding, activation_encoding, bias_encoding, fp16_encoding, quantize, storage_dtype,
-                       symmetric_encoding)
+from .encoding import (Encoding, activation_encoding, bias_encoding, fp16_encoding, headroom, quantize,
+                       storage_dtype, symmetric_encoding)
 from .gptq import gptq_quantize
 from .precision import Precision
 from .ranges import choose_range, weight_absmax
@@ -130,6 +130,15 @@ def _shared_ranges(graph, stats) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _headroom(graph, name, consumers, lo: float, hi: float, bits: int) -> tuple[float, float]:
+    """(3c) before the cut (3b), except for an input that only saturating functions read: past its
+    range they change by less than the range's codes do, and on the npu a wider range spreads
+    their interpolated table's knots (docs/npu.md (N7))."""
+    if _saturation_bound(graph, name, consumers) is not None:
+        return lo, hi
+    return headroom(lo, hi, bits)
+
+
 # x at or below which a function is constant: HardSwish(x) = x·clip(x/6 + 1/2, 0, 1) = 0 for x <= -3.
 FLAT_BELOW = {"HardSwish": -3.0}
 
@@ -197,7 +206,8 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
         elif node is not None and node.op_type in PASS_THROUGH and _inherits(graph.tensor(node.inputs[0]), bits):
             t.encoding = graph.tensor(node.inputs[0]).encoding
         elif graph.recurrent.get(name) in shared:
-            lo, hi = _saturated(graph, name, consumers, *shared[graph.recurrent[name]])
+            lo, hi = _headroom(graph, name, consumers, *shared[graph.recurrent[name]], bits)
+            lo, hi = _saturated(graph, name, consumers, lo, hi)
             t.encoding = activation_encoding(lo, hi, bits)
         else:
             source = _fused_into_activation(graph, name, consumers) or name
@@ -212,6 +222,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
             else:
                 lo, hi = choose_range(s.min, s.max, s.hist, bits, options.act_range, options.percentile)
             chosen.setdefault(source, (lo, hi, bits))
+            lo, hi = _headroom(graph, name, consumers, lo, hi, bits)
             if name in graph.recurrent:
                 lo, hi = _saturated(graph, name, consumers, lo, hi)
             lo = _flat_cut(graph, name, consumers, lo)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import QnnBuildError
 from ..ir.graph import Graph
-from .encoding import Encoding, activation_encoding, fp16_encoding, symmetric_encoding
+from .encoding import Encoding, activation_encoding, fp16_encoding, headroom, symmetric_encoding
 from .ranges import choose_range
 
 VERSION = "0.6.1"
@@ -104,6 +104,7 @@ def _override(path, section, name, entries, kind):
             b = int(bits or default_bits)
             if stats is None:
                 raise QnnBuildError(f"{where}: no calibration statistics for this tensor")
-            return activation_encoding(*choose_range(stats.min, stats.max, stats.hist, b, "minmax"), b)
+            lo, hi = headroom(*choose_range(stats.min, stats.max, stats.hist, b, "minmax"), b)  # (3c)
+            return activation_encoding(lo, hi, b)
         return from_stats
     return lambda values, default_bits: symmetric_encoding(np.array([np.abs(values).max()]), int(bits or default_bits))
