@@ -91,6 +91,10 @@ def ours_settings(block_size: int) -> list[Setting]:
         (f"ours w4a16 {b} minmax", "w4a16", {"block_size": block_size}),
         (f"ours w4a16 {b} mse-weights", "w4a16", {"block_size": block_size, "weight_range": "mse"}),
         (f"ours w4a16 {b} gptq", "w4a16", {"block_size": block_size, "weight_rounding": "gptq"}),
+        # What the weights alone cost: our quantized weights with every activation left float. No
+        # activation encoding can beat these, so they bound w8a16 and w4a16 from above.
+        ("ours w8 gptq, float acts (bound)", "w8", {"weight_rounding": "gptq"}),
+        (f"ours w4 {b} gptq, float acts (bound)", "w4", {"block_size": block_size, "weight_rounding": "gptq"}),
     ]
     return [Setting(label, "ours", kind, params=p) for label, kind, p in rows]
 
@@ -271,9 +275,12 @@ def run_ours(setting, float_path, dims, values, calib_npz, test, workdir, block_
     kw = {"input_values": values}
     if setting.kind != "fp32":
         kw["calibration"] = calib_npz
+    precision = {"w8": "w8a16", "w4": "w4a16"}.get(setting.kind, setting.kind)
+    if setting.kind in ("w8", "w4"):
+        convert = convert_weights_only
     t0 = time.perf_counter()
     try:
-        convert(float_path, out, input_dims=dims, precision=setting.kind, options=QuantOptions(**p), cle=cle, **kw)
+        convert(float_path, out, input_dims=dims, precision=precision, options=QuantOptions(**p), cle=cle, **kw)
     except QnnBuildError as e:
         if "block size" not in str(e) or not p.get("block_size"):
             raise
@@ -283,7 +290,7 @@ def run_ours(setting, float_path, dims, values, calib_npz, test, workdir, block_
                 else f"per-channel: {str(e)[:80]}")
         p.pop("block_size")
         t0 = time.perf_counter()
-        convert(float_path, out, input_dims=dims, precision=setting.kind, options=QuantOptions(**p), cle=cle, **kw)
+        convert(float_path, out, input_dims=dims, precision=precision, options=QuantOptions(**p), cle=cle, **kw)
     lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
     seconds = time.perf_counter() - t0
     model = Model(lib, threads=1)
@@ -295,6 +302,22 @@ def run_ours(setting, float_path, dims, values, calib_npz, test, workdir, block_
     enc = out / "model.encodings.json"
     n_q = len(json.loads(enc.read_text())["activation_encodings"]) if enc.is_file() else 0
     return [np.stack([r[n] for r in runs]) for n in names], seconds, note, n_q, []
+
+
+def convert_weights_only(float_path, out, input_dims, precision, options, cle, input_values, calibration):
+    """convert()'s quantization with the activation encodings dropped afterwards: the quantized
+    weights (and biases) in an otherwise float graph, which our cpu backend runs in float."""
+    from qnn_build.convert import _from_samples, build_graph, write_artifacts
+    from qnn_build.quant import parse_precision, quantize_graph
+
+    prec = parse_precision(precision)
+    graph = build_graph(float_path, input_dims, input_values, None, cle=cle, lower_rnn=True)
+    stats, hessians = _from_samples(graph, calibration, None, options)
+    quantize_graph(graph, prec, stats, options, None, None, hessians)
+    for t in graph.tensors.values():
+        if not t.is_const:
+            t.encoding = None
+    write_artifacts(graph, out, Path(float_path).name, prec.name)
 
 
 def run_peer(setting, float_path, calib, test, workdir, percentile):
