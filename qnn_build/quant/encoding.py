@@ -51,10 +51,11 @@ def activation_encoding(lo: float, hi: float, bits: int) -> Encoding:
                     mins=np.array([scale * offset]), maxs=np.array([scale * (offset + levels)]))
 
 
-# (3c): a 16-bit activation's range is widened by this factor about zero. It costs 6 dB of the
-# range's ~90 dB resolution, far below any 8-bit weight's error, while a value past the calibrated
-# range is clipped, and clipping was what held 16-bit activations back.
-HEADROOM_BITS, HEADROOM = 16, 2.0
+# (3c): a 16-bit activation's range is widened by this factor about zero. It costs 1.9 dB of the
+# range's ~90 dB resolution, while a value past the calibrated range is clipped, and clipping was
+# what held 16-bit activations back. 2 and 4 cost a model whose 16-bit resolution matters (silero
+# VAD's front end) 7 dB and more (docs/benchmarks.md, "Headroom at 16 bits").
+HEADROOM_BITS, HEADROOM = 16, 1.25
 
 
 def headroom(lo: float, hi: float, bits: int) -> tuple[float, float]:
