@@ -55,9 +55,13 @@ def _load_config(args, defaults: dict) -> None:
             raise QnnBuildError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
         if not isinstance(config, dict):
             raise QnnBuildError(f"{path}: a config file must hold a JSON object")
+    choices = {a.dest: a.choices for a in args.parser._actions if a.choices is not None} if config else {}
     for key, value in config.items():
-        if not hasattr(args, key):
+        if not hasattr(args, key) or key in ("func", "parser"):
             raise QnnBuildError(f"{args.config}: unknown option '{key}' for this step")
+        if key in choices and value not in choices[key]:  # argparse checks only the command line
+            raise QnnBuildError(f"{args.config}: {key}: unknown value {value!r} (one of "
+                                f"{', '.join(str(c) for c in choices[key])})")
         if getattr(args, key) in (None, []):
             setattr(args, key, value)
     for key, value in defaults.items():
@@ -67,14 +71,6 @@ def _load_config(args, defaults: dict) -> None:
 
 def _quant_options(args):
     from .quant import QuantOptions
-    from .quant.gptq import WEIGHT_ROUNDINGS
-    from .quant.ranges import RANGE_ALGORITHMS
-    if args.act_range not in RANGE_ALGORITHMS:  # a --config value: argparse checked only the command line
-        raise QnnBuildError(f"act_range: unknown range algorithm '{args.act_range}' (one of "
-                            f"{', '.join(RANGE_ALGORITHMS)})")
-    if args.weight_rounding not in WEIGHT_ROUNDINGS:  # likewise
-        raise QnnBuildError(f"weight_rounding: unknown weight rounding '{args.weight_rounding}' (one of "
-                            f"{', '.join(WEIGHT_ROUNDINGS)})")
     return QuantOptions(act_range=args.act_range, weight_range=args.weight_range, percentile=args.percentile,
                         per_channel=not args.per_tensor, block_size=args.block_size,
                         bias_correction=bool(args.bias_correction), recurrent_bits=args.recurrent_bits,
@@ -289,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.add_argument("--config", help="JSON file of this step's options (command-line flags win)")
         sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.set_defaults(func=fn)
+        sp.set_defaults(func=fn, parser=sp)  # parser: _load_config checks --config values by its choices
         return sp
 
     c = step("convert", "ONNX model -> model.cpp + model.bin + model.json", cmd_convert)

@@ -45,6 +45,8 @@ def work(tmp_path_factory):
     (d / "bits.json").write_text(json.dumps({"param_encodings": {"w1": [{"bitwidth": 12, "dtype": "int"}]}}))
     (d / "broken.json").write_text('{"activation_encodings": ')
     (d / "serch.json").write_text(json.dumps({"act_range": "serch"}))
+    (d / "wrange.json").write_text(json.dumps({"weight_range": "percentile"}))
+    (d / "block.json").write_text(json.dumps({"block_size": 48}))
     assert qnn_build("calibrate", "m.onnx", "--calibration", "good.npz", "-o", "stats.npz", "-q", cwd=d).returncode == 0
     assert convert(d, "--precision", "w8a8", "--calibration", "good.npz").returncode == 0
     return d
@@ -77,7 +79,10 @@ CASES = [
     (["--calibration", "good.npz", "--quantization-overrides", "absent.json"],
      "absent.json: quantization overrides file not found"),
     (["--calibration", "good.npz", "--config", "serch.json"],
-     "act_range: unknown range algorithm 'serch' (one of minmax, percentile, mse, search)"),
+     "serch.json: act_range: unknown value 'serch' (one of minmax, percentile, mse, search)"),
+    (["--calibration", "good.npz", "--config", "wrange.json"],
+     "wrange.json: weight_range: unknown value 'percentile' (one of minmax, mse)"),
+    (["--calibration", "good.npz", "--config", "block.json"], "block.json: block_size: unknown value 48 (one of 32, 64, 128)"),
     (["--calibration-stats", "stats.npz", "--act-range", "search"],
      "act_range search runs the model over the calibration samples: give the calibration data (--calibration)"),
 ]

@@ -113,7 +113,7 @@ def test_an_unknown_weight_rounding_on_the_command_line_is_refused_by_argparse(w
 
 
 @pytest.mark.parametrize("args,fragments", [
-    (["--config", "bad.json"], ["weight_rounding: unknown weight rounding 'adaround'", "nearest, gptq"]),
+    (["--config", "bad.json"], ["bad.json: weight_rounding: unknown value 'adaround'", "nearest, gptq"]),
     (["--calibration-stats", "stats.npz", "--weight-rounding", "gptq"], ["weight_rounding gptq", "--calibration"]),
 ], ids=["config", "statistics-only"])
 def test_a_bad_weight_rounding_is_one_line(work, tmp_path, args, fragments):
