@@ -40,7 +40,8 @@ def peer_runners(float_path, calib, feeds, workdir):
     """{name: runner or the reason it is missing}."""
     runners = {}
     try:
-        session = peers.ort_session(peers.ort_static(float_path, Path(workdir) / "ort.onnx", calib), threads=1)
+        peers.ort_static(float_path, Path(workdir) / "ort.onnx", calib)
+        session = peers.ort_session(Path(workdir) / "ort.onnx", threads=1)
         runners["ort"] = lambda: session.run(None, feeds)
     except Exception as e:  # a peer that cannot quantize a model is reported, not fatal
         runners["ort"] = short_reason(e)

@@ -324,8 +324,9 @@ def run_peer(setting, float_path, calib, test, workdir, percentile):
     """(outputs over the test samples, seconds, note, quantized activations, op types left float)."""
     dst = Path(tempfile.mkdtemp(prefix=f"{setting.tool}-", dir=workdir)) / "model.onnx"
     t0 = time.perf_counter()
+    note = ""
     if setting.tool == "ort":
-        peers.ort_static(float_path, dst, calib, percentile=percentile, **setting.params)
+        note = peers.ort_static(float_path, dst, calib, percentile=percentile, **setting.params)
     elif setting.tool == "ort-nbits":
         peers.ort_matmul_nbits(float_path, dst, **setting.params)
     elif setting.tool == "nncf":
@@ -336,7 +337,7 @@ def run_peer(setting, float_path, calib, test, workdir, percentile):
         raise ValueError(setting.tool)
     seconds = time.perf_counter() - t0
     weight_only = setting.kind == "w4"  # activations float by design: no list of float ops
-    return (peers.run_onnx(dst, test), seconds, "", peers.quantized_activations(dst),
+    return (peers.run_onnx(dst, test), seconds, note, peers.quantized_activations(dst),
             [] if weight_only else peers.float_ops(dst))
 
 

@@ -74,9 +74,24 @@ def _ort_reader(samples):
     return Reader()
 
 
+def at_opset_13(src, dst) -> Path:
+    """`src` itself, or its conversion to opset 13 when it is older: onnxruntime's per-channel QDQ
+    needs QuantizeLinear's axis (opset 13); on an opset 11/12 model (the PP-OCR models) it writes a
+    w8a8 model that onnxruntime then refuses to load (INVALID_GRAPH). Same float model either way."""
+    from onnx import version_converter
+
+    model = onnx.load(str(src))
+    if next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13) >= 13:
+        return Path(src)
+    onnx.save(version_converter.convert_version(model, 13), str(dst))
+    return Path(dst)
+
+
 def ort_static(src, dst, samples, method: str = "minmax", act_bits: int = 8, weight_bits: int = 8,
-               percentile: float = 99.99, workdir=None) -> Path:
-    """quant_pre_process then quantize_static: QDQ, per-channel weights, unsigned activations."""
+               percentile: float = 99.99, workdir=None) -> str:
+    """quant_pre_process then quantize_static: QDQ, per-channel weights, unsigned activations. When
+    quant_pre_process itself fails (its symbolic shape inference asserts on some models), the model
+    is quantized without it, as onnxruntime allows; the returned note says so ("" otherwise)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -85,12 +100,17 @@ def ort_static(src, dst, samples, method: str = "minmax", act_bits: int = 8, wei
     calib = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile}[method]
     pre = Path(workdir or Path(dst).parent) / (Path(dst).stem + ".pre.onnx")
     extra = {"CalibPercentile": percentile} if method == "percentile" else {}
+    src = at_opset_13(src, pre.with_suffix(".opset13.onnx"))
+    note = ""
     with quiet():
-        quant_pre_process(str(src), str(pre))
+        try:
+            quant_pre_process(str(src), str(pre))
+        except Exception as e:  # noqa: BLE001 - any failure of the optional step
+            note, pre = f"without quant_pre_process ({type(e).__name__} in it)", src
         quantize_static(str(pre), str(dst), _ort_reader(samples), quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=act_type, weight_type=weight_type, calibrate_method=calib,
                         extra_options=extra)
-    return Path(dst)
+    return note
 
 
 def ort_matmul_nbits(src, dst, block_size: int = 32) -> Path:
