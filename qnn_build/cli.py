@@ -59,7 +59,8 @@ def _load_config(args, defaults: dict) -> None:
     for key, value in config.items():
         if not hasattr(args, key) or key in ("func", "parser"):
             raise QnnBuildError(f"{args.config}: unknown option '{key}' for this step")
-        if key in choices and value not in choices[key]:  # argparse checks only the command line
+        # argparse checks only the command line; null is "not set" (the build's per-step configs)
+        if value is not None and key in choices and value not in choices[key]:
             raise QnnBuildError(f"{args.config}: {key}: unknown value {value!r} (one of "
                                 f"{', '.join(str(c) for c in choices[key])})")
         if getattr(args, key) in (None, []):

@@ -47,6 +47,7 @@ def work(tmp_path_factory):
     (d / "serch.json").write_text(json.dumps({"act_range": "serch"}))
     (d / "wrange.json").write_text(json.dumps({"weight_range": "percentile"}))
     (d / "block.json").write_text(json.dumps({"block_size": 48}))
+    (d / "nulls.json").write_text(json.dumps({"block_size": None, "act_range": None}))  # as the build writes
     assert qnn_build("calibrate", "m.onnx", "--calibration", "good.npz", "-o", "stats.npz", "-q", cwd=d).returncode == 0
     assert convert(d, "--precision", "w8a8", "--calibration", "good.npz").returncode == 0
     return d
@@ -95,6 +96,10 @@ def test_bad_input_is_one_clear_line_and_keeps_the_previous_conversion(work, arg
     assert r.returncode == 1
     assert one_error_line(r, message).startswith("qnn-build convert: error: ")
     assert snapshot(work / "out") == before
+
+
+def test_a_config_value_of_null_means_not_set(work):
+    assert convert(work, "--precision", "w8a8", "--calibration", "good.npz", "--config", "nulls.json").returncode == 0
 
 
 def test_block_size_that_does_not_divide_names_the_weight(work):
