@@ -276,11 +276,10 @@ def run_ours(setting, float_path, dims, values, calib_npz, test, workdir, block_
     if setting.kind != "fp32":
         kw["calibration"] = calib_npz
     precision = {"w8": "w8a16", "w4": "w4a16"}.get(setting.kind, setting.kind)
-    if setting.kind in ("w8", "w4"):
-        convert = convert_weights_only
+    write = convert_weights_only if setting.kind in ("w8", "w4") else convert  # w8/w4: the "(bound)" rows
     t0 = time.perf_counter()
     try:
-        convert(float_path, out, input_dims=dims, precision=precision, options=QuantOptions(**p), cle=cle, **kw)
+        write(float_path, out, input_dims=dims, precision=precision, options=QuantOptions(**p), cle=cle, **kw)
     except QnnBuildError as e:
         if "block size" not in str(e) or not p.get("block_size"):
             raise
@@ -290,7 +289,7 @@ def run_ours(setting, float_path, dims, values, calib_npz, test, workdir, block_
                 else f"per-channel: {str(e)[:80]}")
         p.pop("block_size")
         t0 = time.perf_counter()
-        convert(float_path, out, input_dims=dims, precision=precision, options=QuantOptions(**p), cle=cle, **kw)
+        write(float_path, out, input_dims=dims, precision=precision, options=QuantOptions(**p), cle=cle, **kw)
     lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
     seconds = time.perf_counter() - t0
     model = Model(lib, threads=1)

@@ -80,8 +80,8 @@ def _quant_options(args):
 
 _QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
                    "per_tensor": False, "block_size": None, "cle": False, "bias_correction": False,
-                   "weight_rounding": "nearest", "recurrent_bits": 16, "calibration": None, "calibration_stats": None, "quantization_overrides": None,
-                   "float_fallback": False}
+                   "weight_rounding": "nearest", "recurrent_bits": 16, "calibration": None, "calibration_stats": None,
+                   "quantization_overrides": None, "float_fallback": False}
 
 
 def cmd_convert(args) -> None:

@@ -83,7 +83,8 @@ CASES = [
      "serch.json: act_range: unknown value 'serch' (one of minmax, percentile, mse, search)"),
     (["--calibration", "good.npz", "--config", "wrange.json"],
      "wrange.json: weight_range: unknown value 'percentile' (one of minmax, mse)"),
-    (["--calibration", "good.npz", "--config", "block.json"], "block.json: block_size: unknown value 48 (one of 32, 64, 128)"),
+    (["--calibration", "good.npz", "--config", "block.json"],
+     "block.json: block_size: unknown value 48 (one of 32, 64, 128)"),
     (["--calibration-stats", "stats.npz", "--act-range", "search"],
      "act_range search runs the model over the calibration samples: give the calibration data (--calibration)"),
 ]

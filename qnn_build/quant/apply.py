@@ -130,15 +130,6 @@ def _shared_ranges(graph, stats) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _headroom(graph, name, consumers, lo: float, hi: float, bits: int) -> tuple[float, float]:
-    """(3c) before the cut (3b), except for an input that only saturating functions read: past its
-    range they change by less than the range's codes do, and on the npu a wider range spreads
-    their interpolated table's knots (docs/npu.md (N7))."""
-    if _saturation_bound(graph, name, consumers) is not None:
-        return lo, hi
-    return headroom(lo, hi, bits)
-
-
 # x at or below which a function is constant: HardSwish(x) = x·clip(x/6 + 1/2, 0, 1) = 0 for x <= -3.
 FLAT_BELOW = {"HardSwish": -3.0}
 
@@ -173,12 +164,16 @@ def _saturation_bound(graph, name, consumers):
     return None if None in bounds else max(bounds)
 
 
-def _saturated(graph, name, consumers, lo, hi):
-    """A recurrent gate's pre-activation range cut where its sigmoid/tanh saturates: the values
-    past it give the same output, and the range no longer spends codes (or, with 16 bits, the
-    npu's interpolated lookup table its knots, docs/npu.md (N7)) on them."""
+def _widened_or_saturated(graph, name, consumers, lo, hi, bits):
+    """The headroom (3c), before the cut (3b); but not for an input that only saturating functions
+    read: past its range they change by less than its codes do, and on the npu a wider range would
+    spread their interpolated table's knots (docs/npu.md (N7)). A recurrent gate's pre-activation
+    is instead cut where its sigmoid/tanh saturates: the values past it give the same output, and
+    no codes (or knots) are spent on them."""
     bound = _saturation_bound(graph, name, consumers)
-    return (lo, hi) if bound is None else (max(lo, -bound), min(hi, bound))
+    if bound is None:
+        return headroom(lo, hi, bits)
+    return (max(lo, -bound), min(hi, bound)) if name in graph.recurrent else (lo, hi)
 
 
 def _inherits(source, bits: int) -> bool:
@@ -206,8 +201,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
         elif node is not None and node.op_type in PASS_THROUGH and _inherits(graph.tensor(node.inputs[0]), bits):
             t.encoding = graph.tensor(node.inputs[0]).encoding
         elif graph.recurrent.get(name) in shared:
-            lo, hi = _headroom(graph, name, consumers, *shared[graph.recurrent[name]], bits)
-            lo, hi = _saturated(graph, name, consumers, lo, hi)
+            lo, hi = _widened_or_saturated(graph, name, consumers, *shared[graph.recurrent[name]], bits)
             t.encoding = activation_encoding(lo, hi, bits)
         else:
             source = _fused_into_activation(graph, name, consumers) or name
@@ -222,9 +216,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
             else:
                 lo, hi = choose_range(s.min, s.max, s.hist, bits, options.act_range, options.percentile)
             chosen.setdefault(source, (lo, hi, bits))
-            lo, hi = _headroom(graph, name, consumers, lo, hi, bits)
-            if name in graph.recurrent:
-                lo, hi = _saturated(graph, name, consumers, lo, hi)
+            lo, hi = _widened_or_saturated(graph, name, consumers, lo, hi, bits)
             lo = _flat_cut(graph, name, consumers, lo)
             t.encoding = activation_encoding(lo, hi, bits)
     return chosen

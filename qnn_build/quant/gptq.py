@@ -16,7 +16,6 @@ from .encoding import Encoding, _broadcast_params
 GPTQ_MAX_COLUMNS = 4096     # a layer whose H would be larger keeps nearest rounding
 GPTQ_DAMP = 0.01            # (18): the fraction of H's mean diagonal added to its diagonal
 GPTQ_BLOCK = 128            # columns updated together (lazy batch updates: the same maths, fewer passes)
-WEIGHT_ROUNDINGS = ("nearest", "gptq")
 
 
 def gptq_layers(graph) -> dict:
