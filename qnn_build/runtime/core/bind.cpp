@@ -1,6 +1,6 @@
 // The second half of finalize, shared by a composed graph and a loaded context binary: input
-// copies, the memory plan and its one arena, kernels found and prepared, their shared scratch. Both paths run exactly
-// this on the same finalized graph, so their outputs are the same bytes.
+// copies, the memory plan and its one arena, kernels found and prepared, their shared scratch.
+// Both paths run exactly this on the same finalized graph, so their outputs are the same bytes.
 #include <algorithm>
 
 #include "graph_impl.h"

@@ -237,7 +237,8 @@ bool read_plan(ByteReader& r, qnnb_graph* g, const ScheduleIds& ids) {
     }
     if (sum != total || arena > total) return r.fail("arena size does not match the plan");
     for (int32_t id : ids.writes)
-        if (id >= 0 && g->arena_offsets[id] < 0) return r.fail("tensor '" + g->tensors[id]->name + "' has no arena bytes");
+        if (id >= 0 && g->arena_offsets[id] < 0)
+            return r.fail("tensor '" + g->tensors[id]->name + "' has no arena bytes");
     g->arena_bytes = arena;
     g->tensor_bytes = total;
     return r.at_end() || r.fail("bytes left after the plan");

@@ -62,7 +62,8 @@ void prepare_narrow(Node& n, BinaryState& s) {
             return m;
         };
         const uint64_t max_a = magnitude(s.term_a), max_b = magnitude(s.term_b);
-        bound = max_a >= (uint64_t{1} << 31) || max_b >= (uint64_t{1} << 31) ? uint64_t{1} << 31 : max_a + max_b;
+        if (max_a >= (uint64_t{1} << 31) || max_b >= (uint64_t{1} << 31)) return;  // and the sum cannot wrap
+        bound = max_a + max_b;
     }
     if (bound >= (uint64_t{1} << 31)) return;
     s.fmult = s.mult[f];

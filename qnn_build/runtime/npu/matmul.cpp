@@ -228,9 +228,8 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
     } else if (vnni) {
         s.path = Path::Vnni;
         const int16_t* w = s.b_const.data();
-        const int64_t n = s.n, ldb = s.b_sk;
+        const int64_t ldb = s.b_sk;
         pack_vnni(node, 0, s.n, 1, s.k, [&](int64_t c, int64_t, int64_t kk) { return w[kk * ldb + c]; }, s.vw);
-        (void)n;
         std::vector<int64_t> comp(static_cast<size_t>(s.n));
         for (int64_t c = 0; c < s.n; ++c) comp[c] = s.p.bias[c] - s.p.sign * static_cast<int64_t>(s.zp_a) * s.vw.colsum[c];
         if (s.p.sign == 0) s.path = Path::Rows;  // alpha = 0: no product at all
