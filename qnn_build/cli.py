@@ -167,7 +167,7 @@ def cmd_net_run(args) -> None:
     model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime,
                   precision=args.precision if args.model else None)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
-                      profiling=args.profiling_level is not None)
+                      profiling_level=args.profiling_level)
     _say(args, f"ran {profile['num_inferences']} inference(s) on {args.backend} -> {args.output_dir}")
 
 
@@ -354,7 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--input-list", help="qnn-net-run input list: one line per inference of name:=path.raw")
     n.add_argument("--output-dir", help="where Result_N/<output>.raw go")
     n.add_argument("--num-inferences", type=int, help="run this many inferences (default: one per line)")
-    n.add_argument("--profiling-level", choices=["basic"], help="basic: also write OUT/profile.json")
+    n.add_argument("--profiling-level", choices=["basic", "detailed"],
+                   help="write OUT/profile.json: basic, execute times; detailed, also each node's (docs/formats.md)")
     n.add_argument("--threads", type=int, help="threads for the backend (default 1)")
     n.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
 

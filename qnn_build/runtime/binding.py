@@ -27,6 +27,19 @@ class IOInfo:
     shape: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node of a finalized schedule (what a detailed profile times)."""
+    name: str
+    op: str
+    fused: str  # the activation fused into it at finalize ("" when none)
+    outputs: tuple[tuple[int, ...], ...]  # output shapes; () for an absent optional output
+
+
+# --profiling-level names -> qnnb_profiling_level
+PROFILING_LEVELS = {"off": 0, "basic": 1, "detailed": 2}
+
+
 @lru_cache(maxsize=None)
 def runtime_library(path: str | None = None) -> ctypes.CDLL:
     """The runtime library: `path`, $QNNB_RUNTIME, or built from the sources into the cache."""
@@ -62,6 +75,13 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     lib.qnnb_graph_load_context.argtypes = [vp, vp, ctypes.c_size_t]
     lib.qnnb_graph_memory_plan.argtypes = [vp, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]
     lib.qnnb_graph_scratch_bytes.argtypes = [vp, ctypes.POINTER(ctypes.c_uint64)]
+    lib.qnnb_graph_set_profiling.argtypes = [vp, i32]
+    lib.qnnb_graph_num_nodes.argtypes = [vp]
+    lib.qnnb_graph_num_nodes.restype = i32
+    lib.qnnb_graph_node.argtypes = [vp, i32, ctypes.POINTER(cp), ctypes.POINTER(cp), ctypes.POINTER(cp),
+                                    ctypes.POINTER(i32)]
+    lib.qnnb_graph_node_output.argtypes = [vp, i32, i32, ctypes.POINTER(i32)]
+    lib.qnnb_graph_node_times.argtypes = [vp, ctypes.POINTER(ctypes.c_uint64), i32]
     lib.qnnb_graph_last_error.argtypes = [vp]
     lib.qnnb_graph_last_error.restype = cp
     lib.qnnb_status_string.argtypes = [ctypes.c_int]
@@ -239,6 +259,42 @@ class Model:
             raw = (ctypes.c_char * nbytes).from_address(data.value)
             out[name.value.decode("utf-8")] = np.frombuffer(raw, np_dtype).reshape(shape).copy()
         return out
+
+    def set_profiling(self, level: str) -> None:
+        """'off', 'basic' or 'detailed': at 'detailed' every run() times each node of the schedule
+        (read with node_times_us()); below it the runtime takes no timestamps."""
+        if level not in PROFILING_LEVELS:
+            raise QnnBuildError(f"unknown profiling level '{level}' (choose from {', '.join(PROFILING_LEVELS)})")
+        self._check(self._rt.qnnb_graph_set_profiling(self._graph, PROFILING_LEVELS[level]), "set profiling")
+
+    def nodes(self) -> list[NodeInfo]:
+        """The finalized schedule in execution order."""
+        out = []
+        for i in range(self._rt.qnnb_graph_num_nodes(self._graph)):
+            name, op, fused, count = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int32()
+            self._check(self._rt.qnnb_graph_node(self._graph, i, ctypes.byref(name), ctypes.byref(op),
+                                                 ctypes.byref(fused), ctypes.byref(count)), "node query")
+            shapes = []
+            for k in range(count.value):
+                index, rank = ctypes.c_int32(), ctypes.c_int32()
+                dims = (ctypes.c_int64 * QNNB_MAX_RANK)()
+                self._check(self._rt.qnnb_graph_node_output(self._graph, i, k, ctypes.byref(index)), "node query")
+                if index.value < 0:
+                    shapes.append(())
+                    continue
+                self._check(self._rt.qnnb_graph_tensor(self._graph, index.value, None, None, ctypes.byref(rank),
+                                                       dims, None), "node query")
+                shapes.append(tuple(dims[: rank.value]))
+            out.append(NodeInfo(name.value.decode("utf-8", "replace"), op.value.decode(), fused.value.decode(),
+                                tuple(shapes)))
+        return out
+
+    def node_times_us(self) -> np.ndarray:
+        """Each node's time in the last run(), microseconds, in schedule order (needs 'detailed')."""
+        count = self._rt.qnnb_graph_num_nodes(self._graph)
+        ns = (ctypes.c_uint64 * max(count, 1))()
+        self._check(self._rt.qnnb_graph_node_times(self._graph, ns, count), "node times")
+        return np.frombuffer(ns, np.uint64, count).astype(np.float64) / 1e3
 
     def close(self) -> None:
         if getattr(self, "_graph", None):

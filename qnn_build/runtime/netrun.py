@@ -16,6 +16,7 @@ import numpy as np
 from ..atomic import write_bytes, write_text
 from ..errors import QnnBuildError
 from .binding import IOInfo, Model
+from .profile import Recorder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
@@ -78,25 +79,25 @@ def read_raw(path: Path, info: IOInfo, where: str) -> np.ndarray:
 
 
 def net_run(model: Model, input_list, output_dir, num_inferences: int | None = None,
-            profiling: bool = False) -> dict:
-    """Run every line of the input list (or the first N, cycling when N exceeds the list)."""
+            profiling_level: str | None = None) -> dict:
+    """Run every line of the input list (or the first N, cycling when N exceeds the list).
+    profiling_level 'basic' or 'detailed' also writes OUT/profile.json (runtime/profile.py)."""
     runs = parse_input_list(input_list, model.inputs)
     count = len(runs) if num_inferences is None else int(num_inferences)
     # Read and check every input before running anything: a bad file fails before any output.
     feeds = [{info.name: read_raw(run[info.name], info, str(input_list)) for info in model.inputs} for run in runs]
     out_dir = Path(output_dir)
-    execute_us = []
+    recorder = Recorder(model, profiling_level)
+    recorder.start()
     for k in range(count):
         t0 = time.perf_counter()
         outputs = model.run(feeds[k % len(feeds)])
-        execute_us.append((time.perf_counter() - t0) * 1e6)
+        recorder.record((time.perf_counter() - t0) * 1e6)
         for name, value in outputs.items():
             write_bytes(out_dir / f"Result_{k}" / f"{safe_name(name)}.raw",
                         np.ascontiguousarray(value, dtype="<f4").tobytes(), only_if_changed=False)
-    profile = {**{k: round(v, 1) for k, v in model.timings.items()},
-               "execute_us": [round(v, 1) for v in execute_us], "backend": model.backend,
-               "num_inferences": count}
-    if profiling:
+    profile = recorder.profile()
+    if profiling_level:
         write_text(out_dir / "profile.json", json.dumps(profile, indent=1, sort_keys=True) + "\n", only_if_changed=False)
     return profile
 

@@ -159,6 +159,30 @@ QNNB_EXPORT qnnb_status qnnb_graph_tensor(const qnnb_graph* graph, int32_t index
                                           qnnb_dtype* dtype, int32_t* rank, int64_t* dims,
                                           const void** data);
 
+/* ---- Profiling (docs/formats.md, profile.json) ----
+ * At QNNB_PROFILING_DETAILED every execute times each node of the finalized schedule (its kernel,
+ * a fused activation, the rounding of its outputs); the times of the last execute are read with
+ * qnnb_graph_node_times. Below that level execute takes no timestamps. The schedule is what
+ * finalize made of the composed nodes: an activation fused into its producer is no node of its
+ * own (qnnb_graph_node names it as `fused`). May be set at any time, also after finalize. */
+typedef enum {
+    QNNB_PROFILING_OFF = 0,
+    QNNB_PROFILING_BASIC = 1,     /* the caller times whole executes; the runtime records nothing */
+    QNNB_PROFILING_DETAILED = 2   /* per node, per execute */
+} qnnb_profiling_level;
+
+QNNB_EXPORT qnnb_status qnnb_graph_set_profiling(qnnb_graph* graph, int32_t level);
+/* The finalized schedule: its nodes in execution order, each with its op type, the op fused into
+ * it ("" when none) and its outputs as indices for qnnb_graph_tensor (-1: an absent output). */
+QNNB_EXPORT int32_t qnnb_graph_num_nodes(const qnnb_graph* graph);
+QNNB_EXPORT qnnb_status qnnb_graph_node(const qnnb_graph* graph, int32_t index, const char** name,
+                                        const char** op_type, const char** fused, int32_t* num_outputs);
+QNNB_EXPORT qnnb_status qnnb_graph_node_output(const qnnb_graph* graph, int32_t index, int32_t output,
+                                               int32_t* tensor_index);
+/* Each node's time in the last execute, in nanoseconds, in schedule order; `count` must be
+ * qnnb_graph_num_nodes. QNNB_ERR_STATE unless an execute ran at QNNB_PROFILING_DETAILED. */
+QNNB_EXPORT qnnb_status qnnb_graph_node_times(const qnnb_graph* graph, uint64_t* ns, int32_t count);
+
 /* ---- Context binaries (docs/context-binary.md) ----
  * A finalized graph serialized: its schedule, memory plan and constants in finalized storage, for
  * this backend and this runtime's target. Loading one replaces compose + finalize and needs neither

@@ -1,5 +1,6 @@
 // qnn-net-run --model libmodel.so|model.dll | --retrieve_context model.ctx  --backend cpu|npu
-//             --input_list FILE --output_dir DIR [--num_inferences N] [--profiling_level basic] [--threads N]
+//             --input_list FILE --output_dir DIR [--num_inferences N] [--profiling_level basic|detailed]
+//             [--threads N]
 // The flags of `qnn-build net-run` (dashes or underscores); the same Result_N outputs.
 #include <chrono>
 #include <cstdio>
@@ -15,7 +16,7 @@ namespace {
 const char* kUsage =
     "usage: qnn-net-run --model LIB | --retrieve_context CTX --input_list FILE --output_dir DIR\n"
     "                   [--backend cpu|npu]\n"
-    "                   [--num_inferences N] [--profiling_level basic] [--threads N]\n";
+    "                   [--num_inferences N] [--profiling_level basic|detailed] [--threads N]\n";
 
 using Clock = std::chrono::steady_clock;
 double us_since(Clock::time_point t0) {
@@ -43,6 +44,8 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
         throw Error("net-run needs --model or --retrieve_context (one of them)");
     for (const char* need : {"input_list", "output_dir"})
         if (!args.count(need)) throw Error(std::string("net-run needs --") + need);
+    if (args.count("profiling_level") && args["profiling_level"] != "basic" && args["profiling_level"] != "detailed")
+        throw Error("--profiling_level must be basic or detailed, not '" + args["profiling_level"] + "'");
     return args;
 }
 
@@ -67,14 +70,26 @@ struct Graph {
     }
 };
 
-std::string json_list(const std::vector<double>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%s\n  %.1f", i ? "," : "", v[i]);
-        s += buf;
+// The finalized schedule as profile.json names it: op type, fused op, output shapes.
+std::vector<ProfiledNode> schedule(const Graph& g) {
+    std::vector<ProfiledNode> nodes(static_cast<size_t>(qnnb_graph_num_nodes(g.g)));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const char *name = nullptr, *op = nullptr, *fused = nullptr;
+        int32_t count = 0;
+        const int32_t index = static_cast<int32_t>(i);
+        g.check(qnnb_graph_node(g.g, index, &name, &op, &fused, &count), "node query");
+        nodes[i].name = name;
+        nodes[i].op = op;
+        nodes[i].fused = fused;
+        for (int32_t k = 0; k < count; ++k) {
+            int32_t tensor = -1, rank = 0;
+            int64_t dims[QNNB_MAX_RANK];
+            g.check(qnnb_graph_node_output(g.g, index, k, &tensor), "node query");
+            if (tensor >= 0) g.check(qnnb_graph_tensor(g.g, tensor, nullptr, nullptr, &rank, dims, nullptr), "node query");
+            nodes[i].outputs.emplace_back(dims, dims + rank);
+        }
     }
-    return s + (v.empty() ? "]" : "\n ]");
+    return nodes;
 }
 
 int run(int argc, char** argv) {
@@ -93,8 +108,10 @@ int run(int argc, char** argv) {
     if (qnnb_graph_create(backend.c_str(), &g.g) != QNNB_OK)
         throw Error("backend '" + backend + "' is not available in this runtime");
     g.check(qnnb_graph_set_threads(g.g, std::atoi(args["threads"].c_str())), "set threads");
-    // Timings of profile.json, as net-run writes them: load/compose/finalize, or retrieve.
-    std::vector<std::pair<const char*, double>> init_us;
+    Profile profile;  // load/compose/finalize or retrieve, then every execute (profile.cpp)
+    profile.backend = backend;
+    profile.level = args.count("profiling_level") ? args["profiling_level"] : "";
+    auto& init_us = profile.init_us;
     if (args.count("retrieve_context")) {
         const std::string ctx = args["retrieve_context"];
         if (qnnb_graph_load_context_file(g.g, ctx.c_str()) != QNNB_OK)
@@ -123,7 +140,12 @@ int run(int argc, char** argv) {
                                                     : static_cast<long>(runs.size());
     std::vector<std::vector<unsigned char>> results(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) results[k].resize(outputs[k].bytes());
-    std::vector<double> execute_us;
+    const bool detailed = profile.level == "detailed";
+    if (detailed) {
+        g.check(qnnb_graph_set_profiling(g.g, QNNB_PROFILING_DETAILED), "set profiling");
+        profile.nodes = schedule(g);
+    }
+    std::vector<uint64_t> node_ns(profile.nodes.size());
     for (long n = 0; n < count; ++n) {
         std::vector<const void*> in_ptrs;
         for (const auto& f : feeds[static_cast<size_t>(n) % feeds.size()]) in_ptrs.push_back(f.data());
@@ -131,26 +153,19 @@ int run(int argc, char** argv) {
         for (auto& r : results) out_ptrs.push_back(r.data());
         const auto t = Clock::now();
         g.check(qnnb_graph_execute(g.g, in_ptrs.data(), out_ptrs.data()), "execute");
-        execute_us.push_back(us_since(t));
+        profile.execute_us.push_back(us_since(t));
+        if (detailed) {
+            g.check(qnnb_graph_node_times(g.g, node_ns.data(), static_cast<int32_t>(node_ns.size())), "node times");
+            for (size_t i = 0; i < node_ns.size(); ++i) profile.nodes[i].time_us.push_back(static_cast<double>(node_ns[i]) / 1e3);
+        }
         for (size_t k = 0; k < outputs.size(); ++k) {
             const auto bytes = to_float32(results[k].data(), outputs[k]);
             write_file(out_dir + "/Result_" + std::to_string(n) + "/" + safe_name(outputs[k].name) + ".raw",
                        bytes.data(), bytes.size());
         }
     }
-    if (args.count("profiling_level")) {
-        // Keys sorted, as net-run's json.dumps(sort_keys=True) writes them.
-        std::map<std::string, std::string> fields = {{"backend", "\"" + backend + "\""},
-                                                     {"execute_us", json_list(execute_us)},
-                                                     {"num_inferences", std::to_string(count)}};
-        for (const auto& [key, us] : init_us) {
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%.1f", us);
-            fields[key] = buf;
-        }
-        std::string text = "{";
-        for (const auto& [key, value] : fields) text += (text.size() > 1 ? ",\n \"" : "\n \"") + key + "\": " + value;
-        text += "\n}\n";
+    if (!profile.level.empty()) {
+        const std::string text = profile_json(profile);
         write_file(out_dir + "/profile.json", text.data(), text.size());
     }
     std::printf("ran %ld inference(s) on %s -> %s\n", count, backend.c_str(), out_dir.c_str());

@@ -43,6 +43,21 @@ std::string safe_name(const std::string& name);
 
 void write_file(const std::string& path, const void* data, size_t size);
 
+// What profile.json records (profile.cpp; docs/formats.md).
+struct ProfiledNode {
+    std::string name, op, fused;
+    std::vector<std::vector<int64_t>> outputs;  // shapes; empty for an absent output
+    std::vector<double> time_us;                 // per inference
+};
+struct Profile {
+    std::string backend, level;                              // level: basic or detailed
+    std::vector<std::pair<std::string, double>> init_us;     // load/compose/finalize or retrieve
+    std::vector<double> execute_us;                          // per inference
+    std::vector<ProfiledNode> nodes;                         // detailed only
+};
+// The profile as `qnn-build net-run` writes it: the same keys, sorted, the same statistics.
+std::string profile_json(const Profile& profile);
+
 // The model library: opened, checked to be for this machine, its compose entry point found.
 qnnb_compose_fn load_model_library(const std::string& path);
 
