@@ -1,10 +1,29 @@
 """A small NumPy implementation of the npu's integer semantics (docs/npu.md), used only by tests:
-the runtime must equal it exactly (0 LSB). It reads the same convert-time parameters the kernels
-read (npu_mult, npu_shift, npu_lut, ...) from the converted graph."""
+the runtime must equal it exactly (0 LSB).
+
+Independent of the code under test: every parameter (multipliers and shifts, lookup tables, exp
+tables, biases, pad values) is derived here from the encodings and the ONNX attributes alone, by
+the equations of docs/npu.md, and nothing is imported from the package's npu lowering (its
+requantize included). The converted graph's `npu_*` parameters are never read: golden functions
+take `onnx_attrs(node)`, which drops them. A rule change of the npu is a change of docs/npu.md and
+of these modules, in one place each.
+
+This module: (N1)-(N3) the requantization primitive, (N4) Add/Sub, (N5) Mul, (N6)/(N7) lookup
+tables. golden_conv.py: (N10)-(N14). golden_misc.py: (N20)-(N33)."""
+
+import math
 
 import numpy as np
 
-from qnn_build.npu.fixedpoint import requantize
+
+def onnx_attrs(node) -> dict:
+    """A converted node's attributes without the npu parameters the converter added."""
+    return {k: v for k, v in node.attrs.items() if not k.startswith("npu_")}
+
+
+def check_attrs(attrs) -> dict:
+    assert not any(str(k).startswith("npu_") for k in attrs), "the golden model derives npu_* itself"
+    return attrs
 
 
 def zp(enc) -> int:
@@ -15,35 +34,126 @@ def qmax(enc) -> int:
     return (1 << enc.bitwidth) - 1
 
 
-def add_sub(a, b, ea, eb, ey, params, subtract=False):
-    """(N4)."""
-    left = params["npu_left_shift"]
-    (ma, mb, my), (sa, sb, sy) = params["npu_mult"], params["npu_shift"]
-    va = (a.astype(np.int64) - zp(ea)) << left
-    vb = (b.astype(np.int64) - zp(eb)) << left
-    ra, rb = requantize(va, ma, sa), requantize(vb, mb, sb)
-    acc = requantize(ra - rb if subtract else ra + rb, my, sy)
-    return np.clip(acc + zp(ey), 0, qmax(ey))
+def scale(enc, j: int = 0) -> float:
+    return float(enc.scales[j])
 
 
-def mul(a, b, ea, eb, ey, params):
+# ---- (N1)-(N3) ----------------------------------------------------------------------------------
+
+def multiplier(real: float) -> tuple[int, int]:
+    """(N1): real = mult · 2^-(31 + shift), mult in [2^30, 2^31) from frexp; below 2^-62 zero."""
+    real = float(real)
+    assert real >= 0 and math.isfinite(real) and real < 2.0 ** 30, real
+    if real < 2.0 ** -62:
+        return 0, 0
+    m, e = math.frexp(real)
+    mult = round(m * 2 ** 31)
+    if mult == 2 ** 31:
+        mult, e = 2 ** 30, e + 1
+    return mult, -e
+
+
+def requantize(acc, real: float) -> np.ndarray:
+    """(N2) with the multiplier of `real`: (acc · mult + 2^(t-1)) >> t, t = 31 + shift, in Python
+    integers (object arrays: exact, no overflow)."""
+    mult, shift = multiplier(real)
+    t = 31 + shift
+    prod = np.asarray(acc, dtype=object) * mult
+    out = prod * (1 << -t) if t <= 0 else (prod + (1 << (t - 1))) >> t
+    return np.asarray(out, dtype=object)
+
+
+def requantize_out(acc, real: float, ey) -> np.ndarray:
+    """(N3): clamp(requantize(acc, M) + zp_y, 0, 2^b - 1)."""
+    return np.clip(requantize(acc, real) + zp(ey), 0, qmax(ey)).astype(np.int64)
+
+
+# ---- (N4) / (N5) --------------------------------------------------------------------------------
+
+def add_sub(a, b, ea, eb, ey, subtract=False):
+    """(N4): both operands to the common scale 2·max(s_a, s_b) / 2^L, L = 20 when a, b and y are all
+    8-bit, else 30."""
+    left = 20 if max(ea.bitwidth, eb.bitwidth, ey.bitwidth) <= 8 else 30
+    twice_max = 2.0 * max(scale(ea), scale(eb))
+    va = (np.asarray(a, np.int64) - zp(ea)).astype(object) << left
+    vb = (np.asarray(b, np.int64) - zp(eb)).astype(object) << left
+    ra, rb = requantize(va, scale(ea) / twice_max), requantize(vb, scale(eb) / twice_max)
+    return requantize_out(ra - rb if subtract else ra + rb, twice_max / ((1 << left) * scale(ey)), ey)
+
+
+def mul(a, b, ea, eb, ey):
     """(N5)."""
-    prod = (a.astype(np.int64) - zp(ea)) * (b.astype(np.int64) - zp(eb))
-    return np.clip(requantize(prod, params["npu_mult"][0], params["npu_shift"][0]) + zp(ey), 0, qmax(ey))
+    prod = (np.asarray(a, np.int64) - zp(ea)).astype(object) * (np.asarray(b, np.int64) - zp(eb))
+    return requantize_out(prod, scale(ea) * scale(eb) / scale(ey), ey)
 
 
-def lut(x, ex, ey, params):
-    """(N6) / (N7)."""
-    table = np.asarray(params["npu_lut"], np.int64)
+# ---- (N6) / (N7) --------------------------------------------------------------------------------
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def unary_function(op: str, attrs: dict):
+    """The float64 function of a unary op, from the ONNX operator definitions."""
+    a = check_attrs(attrs)
+    alpha = float(a.get("alpha", {"LeakyRelu": 0.01, "HardSigmoid": 0.2}.get(op, 1.0)))
+    return {
+        "Relu": lambda x: np.maximum(x, 0.0),
+        "LeakyRelu": lambda x: np.where(x >= 0, x, alpha * x),
+        "Elu": lambda x: np.where(x >= 0, x, alpha * np.expm1(x)),
+        "Clip": lambda x: np.minimum(np.maximum(x, float(a.get("min", -np.inf))), float(a.get("max", np.inf))),
+        "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+        "HardSigmoid": lambda x: np.clip(alpha * x + float(a.get("beta", 0.5)), 0.0, 1.0),
+        "HardSwish": lambda x: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0),
+        "Tanh": np.tanh,
+        "Erf": _erf,
+        "Gelu": (lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))))
+        if a.get("approximate", "none") == "tanh" else (lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))),
+        "Softplus": lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0),
+        "Exp": np.exp,
+        "Neg": np.negative,
+        "Abs": np.abs,
+    }[op]
+
+
+def lut_table(op, attrs, ex, ey) -> np.ndarray:
+    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7) for a 16-bit input: the 1025 knots at
+    every 64th code, unclamped (the last at code 65536)."""
+    f = unary_function(op, attrs)
+    q = np.arange(256, dtype=np.float64) if ex.bitwidth <= 8 else np.arange(1025, dtype=np.float64) * 64
+    t = np.round(f(scale(ex) * (q - zp(ex))) / scale(ey)) + zp(ey)
     if ex.bitwidth <= 8:
-        return table[x.astype(np.int64)]
-    q = x.astype(np.int64)
+        t = np.clip(t, 0, qmax(ey))
+    return t.astype(np.int64)
+
+
+def interpolate(table, q):
+    """(N7): K[k] + ((K[k+1] - K[k]) · r + 32) >> 6, k = q >> 6, r = q & 63 (unclamped)."""
     k, r = q >> 6, q & 63
     lo, hi = table[k], table[k + 1]
-    return np.clip(lo + (((hi - lo) * r + 32) >> 6), 0, qmax(ey))
+    return lo + (((hi - lo) * r + 32) >> 6)
+
+
+def lut(x, ex, ey, op, attrs):
+    """(N6) / (N7)."""
+    table = lut_table(op, attrs, ex, ey)
+    q = np.asarray(x, np.int64)
+    if ex.bitwidth <= 8:
+        return table[q]
+    return np.clip(interpolate(table, q), 0, qmax(ey))
 
 
 def quantize_input(x, enc):
     """The host's quantization of a float input, (2)."""
     q = np.round(x.astype(np.float32) / np.float32(enc.scales[0])) - enc.offsets[0]
     return np.clip(q, 0, qmax(enc)).astype(np.int64)
+
+
+def dequantize(q, enc) -> np.ndarray:
+    """docs/quantization.md (1) in float32, for a constant of one scale or a 1-D constant with one
+    scale per element."""
+    q = np.asarray(q).reshape(-1)
+    s, o = np.asarray(enc.scales, np.float32), np.asarray(enc.offsets, np.float32)
+    if len(s) > 1:
+        assert len(s) == q.size, "one scale per element"
+    return (s * (q.astype(np.float32) + o)).astype(np.float32)

@@ -19,7 +19,7 @@ from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
 from . import golden_conv as golden
-from .golden import quantize_input
+from .golden import onnx_attrs, quantize_input
 
 _counter = itertools.count()
 
@@ -127,11 +127,11 @@ def conv_case(tmp_path, rng, precision, case, bias=True, block_size=None, op="Co
     node = graph.nodes[0]
     ex, ew, ey = (graph.tensor(n).encoding for n in ("x", "w", "y"))
     qx = quantize_input(x, ex)
-    b = const_ints(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    b = graph.tensor(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     if op == "Conv":
-        expected = golden.conv(qx, ex, const_ints(graph, "w"), ew, ey, node.attrs, node.attrs, b)
+        expected = golden.conv(qx, ex, const_ints(graph, "w"), ew, ey, onnx_attrs(node), b)
     else:
-        expected = golden.conv_transpose(qx, ex, const_ints(graph, "w"), ew, ey, node.attrs, node.attrs,
+        expected = golden.conv_transpose(qx, ex, const_ints(graph, "w"), ew, ey, onnx_attrs(node),
                                          graph.tensor("y").shape, b)
     return graph, feeds, expected
 
@@ -208,9 +208,8 @@ def product_case(tmp_path, rng, precision, op, a_shape, b_shape, attrs=None, c_s
     ea, eb, ey = (graph.tensor(n).encoding for n in ("a", "w", "y"))
     qa = quantize_input(feeds["a"], ea)
     qb = const_ints(graph, "w") if b_const else quantize_input(feeds["w"], eb)
-    c = const_ints(graph, "c") if c_shape is not None else None
-    expected = golden.product(qa, ea, qb, eb, ey, node.attrs, bool(node.attrs.get("trans_a")),
-                              bool(node.attrs.get("trans_b")), c)
+    c = graph.tensor("c") if c_shape is not None else None
+    expected = golden.product(qa, ea, qb, eb, ey, onnx_attrs(node), c)
     return graph, feeds, expected
 
 
@@ -315,11 +314,11 @@ def test_large_bias_takes_the_exact_fallback(tmp_path, monkeypatch):
         ex, ew, ey = (graph.tensor(n).encoding for n in ("x", "w", "y"))
         qx = quantize_input(feeds["x"], ex)
         if op == "Conv":
-            b = const_ints(graph, node.inputs[2])
-            assert np.abs(b).max() > 2 ** 30
-            expected = golden.conv(qx, ex, const_ints(graph, "w"), ew, ey, node.attrs, node.attrs, b)
+            b = graph.tensor(node.inputs[2])
+            assert np.abs(b.const).max() > 2 ** 30
+            expected = golden.conv(qx, ex, const_ints(graph, "w"), ew, ey, onnx_attrs(node), b)
         else:
-            expected = golden.product(qx, ex, const_ints(graph, "w"), ew, ey, node.attrs)
+            expected = golden.product(qx, ex, const_ints(graph, "w"), ew, ey, onnx_attrs(node))
         check_paths(build(graph, tmp_path), feeds, expected, monkeypatch)
 
 

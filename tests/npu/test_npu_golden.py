@@ -64,18 +64,18 @@ def test_binary_ops_equal_golden(tmp_path, op, precision, seed):
     model = run_npu(graph, tmp_path, feeds, f"{op}{precision}{seed}")
     enc = {n: graph.tensor(n).encoding for n in ("x0", "x1", "y")}
     qa, qb = (golden.quantize_input(feeds[n], enc[n]) for n in ("x0", "x1"))
-    params = graph.nodes[0].attrs
     if op == "Mul":
-        expected = golden.mul(qa, qb, enc["x0"], enc["x1"], enc["y"], params)
+        expected = golden.mul(qa, qb, enc["x0"], enc["x1"], enc["y"])
     else:
-        expected = golden.add_sub(qa, qb, enc["x0"], enc["x1"], enc["y"], params, subtract=op == "Sub")
+        expected = golden.add_sub(qa, qb, enc["x0"], enc["x1"], enc["y"], subtract=op == "Sub")
     got = model_integers(model, "y", enc["y"])
     np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 @pytest.mark.parametrize("op,attrs", [("Sigmoid", {}), ("Tanh", {}), ("HardSwish", {}), ("Relu", {}),
-                                      ("LeakyRelu", {"alpha": 0.1}), ("Exp", {}), ("Erf", {})])
+                                      ("LeakyRelu", {"alpha": 0.1}), ("Exp", {}), ("Erf", {}), ("Elu", {"alpha": 0.7}),
+                                      ("Softplus", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4})])
 def test_lut_ops_equal_golden(tmp_path, op, attrs, precision):
     rng = np.random.default_rng(len(op))
     graph = quantized(one_op_graph(tmp_path, op, [[3, 50]], attrs), precision,
@@ -83,7 +83,7 @@ def test_lut_ops_equal_golden(tmp_path, op, attrs, precision):
     feeds = {"x0": rng.uniform(-3.5, 3, (3, 50)).astype(np.float32)}
     model = run_npu(graph, tmp_path, feeds, f"{op}{precision}")
     ex, ey = graph.tensor("x0").encoding, graph.tensor("y").encoding
-    expected = golden.lut(golden.quantize_input(feeds["x0"], ex), ex, ey, graph.nodes[0].attrs)
+    expected = golden.lut(golden.quantize_input(feeds["x0"], ex), ex, ey, op, golden.onnx_attrs(graph.nodes[0]))
     np.testing.assert_array_equal(model_integers(model, "y", ey), expected)
 
 
