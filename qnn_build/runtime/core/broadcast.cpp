@@ -1,5 +1,7 @@
 #include "broadcast.h"
 
+#include <algorithm>
+
 namespace qnnb {
 
 bool plan_broadcast(const std::vector<const Tensor*>& inputs, const std::vector<int64_t>& out_shape,
@@ -59,6 +61,87 @@ bool plan_broadcast(const std::vector<const Tensor*>& inputs, const std::vector<
     plan.outer_dims = dims;
     plan.outer_strides = merged;
     for (int64_t d : dims) plan.outer *= d;
+    return true;
+}
+
+namespace {
+
+// Batch dims of a matmul operand (everything but the last two dims, after 1-D promotion).
+std::vector<int64_t> batch_dims(const std::vector<int64_t>& shape) {
+    if (shape.size() <= 2) return {};
+    return std::vector<int64_t>(shape.begin(), shape.end() - 2);
+}
+
+// Element offsets of each batch matrix of an operand with `dims`, broadcast to `out_dims`.
+std::vector<int64_t> batch_offsets(const std::vector<int64_t>& dims, const std::vector<int64_t>& out_dims,
+                                   int64_t matrix_size) {
+    const size_t rank = out_dims.size();
+    std::vector<int64_t> stride(rank, 0);
+    int64_t s = matrix_size;
+    for (size_t i = dims.size(); i-- > 0;) {
+        const size_t od = rank - dims.size() + i;
+        stride[od] = dims[i] == 1 ? 0 : s;
+        s *= dims[i];
+    }
+    int64_t total = 1;
+    for (int64_t d : out_dims) total *= d;
+    std::vector<int64_t> offs(static_cast<size_t>(total));
+    for (int64_t idx = 0; idx < total; ++idx) {
+        int64_t rest = idx, off = 0;
+        for (size_t d = rank; d-- > 0;) {
+            off += (rest % out_dims[d]) * stride[d];
+            rest /= out_dims[d];
+        }
+        offs[static_cast<size_t>(idx)] = off;
+    }
+    return offs;
+}
+
+}  // namespace
+
+bool plan_matmul_batches(const Tensor& a, const Tensor& b, const Tensor& y, MatMulBatches& p, std::string& err) {
+    if (a.rank() < 1 || b.rank() < 1) {
+        err = "MatMul operands must have rank >= 1";
+        return false;
+    }
+    std::vector<int64_t> as = a.shape, bs = b.shape;
+    if (as.size() == 1) as.insert(as.begin(), 1);
+    if (bs.size() == 1) bs.push_back(1);
+    p.m = as[as.size() - 2];
+    p.k = as.back();
+    p.n = bs.back();
+    if (bs[bs.size() - 2] != p.k) {
+        err = "inner dimensions differ";
+        return false;
+    }
+    std::vector<int64_t> ab = batch_dims(as), bb = batch_dims(bs);
+    int64_t a_batches = 1, b_batches = 1;
+    for (int64_t d : ab) a_batches *= d;
+    for (int64_t d : bb) b_batches *= d;
+    if (b_batches == 1) {
+        p.m *= a_batches;
+        p.a_off = p.b_off = p.y_off = {0};
+    } else {
+        const size_t rank = std::max(ab.size(), bb.size());
+        std::vector<int64_t> out_dims(rank, 1);
+        for (size_t i = 0; i < rank; ++i) {
+            const int64_t da = i + ab.size() >= rank ? ab[i + ab.size() - rank] : 1;
+            const int64_t db = i + bb.size() >= rank ? bb[i + bb.size() - rank] : 1;
+            if (da != db && da != 1 && db != 1) {
+                err = "batch dims do not broadcast";
+                return false;
+            }
+            out_dims[i] = std::max(da, db);
+        }
+        p.a_off = batch_offsets(ab, out_dims, p.m * p.k);
+        p.b_off = batch_offsets(bb, out_dims, p.k * p.n);
+        p.y_off.resize(p.a_off.size());
+        for (size_t i = 0; i < p.y_off.size(); ++i) p.y_off[i] = static_cast<int64_t>(i) * p.m * p.n;
+    }
+    if (y.numel() != static_cast<int64_t>(p.y_off.size()) * p.m * p.n) {
+        err = "output size does not match the product";
+        return false;
+    }
     return true;
 }
 

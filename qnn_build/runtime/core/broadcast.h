@@ -33,4 +33,15 @@ struct BroadcastPlan {
 bool plan_broadcast(const std::vector<const Tensor*>& inputs, const std::vector<int64_t>& out_shape,
                     BroadcastPlan& plan, std::string& err);
 
+// MatMul's products, numpy.matmul semantics, on both backends: 1-D operands promoted (A [K] as
+// [1,K], B [K] as [K,1]; the added dim is absent from Y), batch dims broadcast. When B is a single
+// matrix, A's batch dims merge into M and one product does everything.
+struct MatMulBatches {
+    int64_t m = 0, k = 0, n = 0;
+    std::vector<int64_t> a_off, b_off, y_off;  // per product: element offsets of its A, B, Y matrices
+};
+
+// Fails (with err set) when the operands do not multiply or Y does not hold the products.
+bool plan_matmul_batches(const Tensor& a, const Tensor& b, const Tensor& y, MatMulBatches& plan, std::string& err);
+
 }  // namespace qnnb

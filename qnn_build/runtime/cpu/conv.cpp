@@ -13,77 +13,11 @@
 
 #include "../core/gemm.h"
 #include "../core/parallel.h"
-#include "conv_geometry.h"
+#include "../core/window.h"
 
 namespace qnnb {
 
-bool read_conv_geometry(const Node& n, ConvGeometry& g, std::string& err) {
-    const Tensor* x = n.in[0];
-    const Tensor* w = n.in[1];
-    const Tensor* y = n.out[0];
-    const int rank = x->rank();
-    if (rank < 3 || rank > 5 || w->rank() != rank || y->rank() != rank) {
-        err = "expected input, weight and output of rank 3-5 (1D-3D " + n.op + ")";
-        return false;
-    }
-    const int r = rank - 2;
-    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
-    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
-    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r ||
-        (int)pads.size() != 2 * r) {
-        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
-        return false;
-    }
-    g.spatial = r;
-    g.batch = x->dim(0);
-    g.in_ch = x->dim(1);
-    g.out_ch = y->dim(1);
-    g.group = n.params.i("group", 1);
-    for (int i = 0; i < r; ++i) {
-        const int d = 3 - r + i;
-        g.in[d] = x->dim(2 + i);
-        g.out[d] = y->dim(2 + i);
-        g.k[d] = kernel[i];
-        g.stride[d] = strides[i];
-        g.dil[d] = dilations[i];
-        g.pad_lo[d] = pads[i];
-        g.pad_hi[d] = pads[r + i];
-        if (w->dim(2 + i) != kernel[i] || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[r + i] < 0) {
-            err = "bad kernel_shape/strides/dilations/pads";
-            return false;
-        }
-    }
-    return true;
-}
-
 namespace {
-
-
-
-// Output positions o in [lo, hi) (clamped to [0, out)) whose input index o * s + off is in [0, n).
-void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t& lo, int64_t& hi) {
-    lo = off >= 0 ? 0 : (-off + s - 1) / s;
-    hi = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
-    lo = std::min(lo, out);
-    hi = std::max(lo, std::min(hi, out));
-}
-
-// d[i] = s[i * SW]: a constant stride lets the compiler vectorise the gather (SW = 0: any stride).
-template <int SW>
-void gather(float* d, const float* s, int64_t n, int64_t sw) {
-    const int64_t step = SW ? SW : sw;
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i * step];
-}
-
-// d[i] = s[i * sw], the common strides vectorised.
-void strided_copy(float* d, const float* s, int64_t n, int64_t sw) {
-    if (sw == 1)
-        std::memcpy(d, s, sizeof(float) * n);
-    else if (sw == 2)
-        gather<2>(d, s, n, sw);
-    else
-        gather<0>(d, s, n, sw);
-}
 
 // ---- the padded, stride-split input (1D/2D) ----------------------------------------------------
 
@@ -317,10 +251,9 @@ void run_gemm(Node& n, const ExecContext& ctx) {
 // ---- depthwise path ----------------------------------------------------------------------------
 
 // y[o] = bias + sum over taps t of w[t] * src[t][o], o in [0, n). TAPS fixed: the taps unroll and
-// the columns vectorise; a ragged end recomputes the last full vector instead of a scalar tail.
+// the columns vectorise (vector_columns).
 template <int TAPS>
 void depthwise_row(const float* const* src_in, const float* w_in, float bias, int64_t n, float* __restrict y) {
-    constexpr int64_t kLanes = 16;
     const float* src[TAPS];
     float w[TAPS];
     for (int t = 0; t < TAPS; ++t) {
@@ -335,13 +268,7 @@ void depthwise_row(const float* const* src_in, const float* w_in, float bias, in
             y[o] = acc;
         }
     };
-    if (n < kLanes) {
-        columns(0, n);
-        return;
-    }
-    const int64_t body = n / kLanes * kLanes;
-    columns(0, body);
-    if (body < n) columns(n - kLanes, n);
+    vector_columns(n, columns);
 }
 
 // Any number of taps: the same sums, one tap at a time.
@@ -421,8 +348,7 @@ ConvPath choose_path(const ConvGeometry& g) {
 }
 
 bool check_shapes(const Node& n, const ConvGeometry& g, std::string& err) {
-    if (g.group < 1 || g.in_ch % g.group || g.out_ch % g.group || n.in[1]->dim(0) != g.out_ch ||
-        n.in[1]->dim(1) != g.in_per_group()) {
+    if (n.in[1]->dim(0) != g.out_ch || n.in[1]->dim(1) != g.in_per_group()) {
         err = "channels do not fit the weight shape and group";
         return false;
     }
@@ -430,14 +356,7 @@ bool check_shapes(const Node& n, const ConvGeometry& g, std::string& err) {
         err = "bias size != output channels";
         return false;
     }
-    for (int d = 0; d < 3; ++d) {
-        const int64_t extent = (g.k[d] - 1) * g.dil[d] + 1;
-        if (g.out[d] != (g.in[d] + g.pad_lo[d] + g.pad_hi[d] - extent) / g.stride[d] + 1) {
-            err = "output shape does not match kernel/strides/pads/dilations";
-            return false;
-        }
-    }
-    return true;
+    return conv_output_fits(g, err);
 }
 
 bool prepare_conv(Node& n, std::string& err) {

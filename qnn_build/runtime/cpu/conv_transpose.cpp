@@ -10,7 +10,7 @@
 
 #include "../core/gemm.h"
 #include "../core/parallel.h"
-#include "conv_geometry.h"
+#include "../core/window.h"
 
 namespace qnnb {
 namespace {
@@ -37,19 +37,10 @@ struct TransposeState {
     size_t phased_at = 0;             // in the scratch: one group's output split by column phase (sw > 1)
 };
 
-// Input positions i in [lo, hi) (clamped to [0, in)) whose output index i * s + off is in [0, n).
-void valid_range(int64_t off, int64_t s, int64_t n, int64_t in, int64_t& lo, int64_t& hi) {
-    lo = off >= 0 ? 0 : (-off + s - 1) / s;
-    hi = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
-    lo = std::min(lo, in);
-    hi = std::max(lo, std::min(hi, in));
-}
-
 bool read_geometry(const Node& n, ConvGeometry& g, std::string& err) {
     if (!read_conv_geometry(n, g, err)) return false;
     const Tensor* w = n.in[1];
-    if (g.group < 1 || g.in_ch % g.group || g.out_ch % g.group || w->dim(0) != g.in_ch ||
-        w->dim(1) != g.out_ch / g.group) {
+    if (w->dim(0) != g.in_ch || w->dim(1) != g.out_per_group()) {
         err = "channels do not fit the weight shape and group";
         return false;
     }
@@ -169,7 +160,7 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
     s.w_dst.resize(g.k[2]);
     for (int64_t kw = 0; kw < g.k[2]; ++kw) {
         const int64_t off = kw * g.dil[2] - g.pad_lo[2];  // output column of input column 0
-        valid_range(off, sw, g.out[2], g.in[2], s.w_lo[kw], s.w_hi[kw]);
+        valid_range(off, sw, g.out[2], g.in[2], s.w_lo[kw], s.w_hi[kw]);  // input columns landing in the output
         if (sw == 1) {
             s.w_dst[kw] = off;
         } else {

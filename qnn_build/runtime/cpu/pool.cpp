@@ -13,14 +13,13 @@
 #include <vector>
 
 #include "../core/parallel.h"
+#include "../core/window.h"
 
 namespace qnnb {
 namespace {
 
-struct PoolState {
+struct PoolState : Window {
     int64_t planes = 0;  // batch x channels
-    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0};
     // Worker buffer: [row phase][column phase][padded depth][qh][qw], then the wide output.
     int64_t pd = 0, qh = 0, qw = 0;
     std::vector<int64_t> col_lo, col_hi;  // per column phase: the phase columns holding input
@@ -32,28 +31,10 @@ struct PoolState {
     int64_t buffer_size() const { return phases_size + wide_size; }
 };
 
-// Output positions o in [lo, hi) (clamped to [0, out)) whose input index o * s + off is in [0, n).
-void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t& lo, int64_t& hi) {
-    lo = off >= 0 ? 0 : (-off + s - 1) / s;
-    hi = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
-    lo = std::min(lo, out);
-    hi = std::max(lo, std::min(hi, out));
-}
-
-// How many of an output position's window taps an AveragePool divides by along one dim: those
-// inside the input, or with count_include_pad those inside the padded input (as onnxruntime does,
-// a ceil_mode window running past the end padding does not count what lies beyond it).
+// AveragePool's divisor of each output position along one dim (window_count).
 std::vector<float> window_counts(const PoolState& s, int d, bool include_pad) {
     std::vector<float> counts(s.out[d]);
-    const int64_t first = include_pad ? -s.pad_lo[d] : 0, end = include_pad ? s.in[d] + s.pad_hi[d] : s.in[d];
-    for (int64_t o = 0; o < s.out[d]; ++o) {
-        int64_t c = 0;
-        for (int64_t t = 0; t < s.k[d]; ++t) {
-            const int64_t i = o * s.stride[d] - s.pad_lo[d] + t * s.dil[d];
-            c += i >= first && i < end;
-        }
-        counts[o] = static_cast<float>(c);
-    }
+    for (int64_t o = 0; o < s.out[d]; ++o) counts[o] = static_cast<float>(window_count(s, d, o, include_pad));
     return counts;
 }
 
@@ -82,50 +63,14 @@ void plan_buffer(PoolState& s) {
 }
 
 bool prepare_window(Node& n, std::string& err) {
-    const Tensor* x = n.in[0];
-    const Tensor* y = n.out[0];
-    const int rank = x->rank();
-    if (rank < 3 || rank > 5 || y->rank() != rank || y->dim(0) != x->dim(0) || y->dim(1) != x->dim(1)) {
-        err = "expected input and output of rank 3-5 (1D-3D pooling) with the same batch and channels";
-        return false;
-    }
-    if (x->dtype != y->dtype) {
+    if (n.in[0]->dtype != n.out[0]->dtype) {
         err = "input and output dtypes differ";
         return false;
     }
-    const int r = rank - 2;
-    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
-    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
-    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r ||
-        (int)pads.size() != 2 * r) {
-        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
-        return false;
-    }
     PoolState& s = n.make_state<PoolState>();
-    s.planes = x->dim(0) * x->dim(1);
-    for (int i = 0; i < r; ++i) {
-        const int d = 3 - r + i;
-        s.in[d] = x->dim(2 + i);
-        s.out[d] = y->dim(2 + i);
-        s.k[d] = kernel[i];
-        s.stride[d] = strides[i];
-        s.dil[d] = dilations[i];
-        s.pad_lo[d] = pads[i];
-        s.pad_hi[d] = pads[r + i];
-        if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[r + i] < 0) {
-            err = "bad kernel_shape/strides/dilations/pads";
-            return false;
-        }
-    }
+    if (!read_pool_window(n, s, s.planes, err)) return false;
     plan_buffer(s);
     return true;
-}
-
-// d[i] = s[i * SW]: a constant stride lets the compiler vectorise the gather (SW = 0: any stride).
-template <int SW, class T>
-void gather(T* d, const T* s, int64_t n, int64_t sw) {
-    const int64_t step = SW ? SW : sw;
-    for (int64_t i = 0; i < n; ++i) d[i] = s[i * step];
 }
 
 // One input plane into the worker buffer's phases, padding with `pad`.
@@ -145,22 +90,16 @@ void fill_buffer(const PoolState& s, const T* x, T pad, T* buf) {
                     }
                     const T* src = x + (id * s.in[1] + ih) * s.in[2] + lo * sw + b - s.pad_lo[2];
                     std::fill(dst, dst + lo, pad);
-                    if (sw == 1)
-                        std::memcpy(dst + lo, src, sizeof(T) * (hi - lo));
-                    else if (sw == 2)
-                        gather<2>(dst + lo, src, hi - lo, sw);
-                    else
-                        gather<0>(dst + lo, src, hi - lo, sw);
+                    strided_copy(dst + lo, src, hi - lo, sw);
                     std::fill(dst + hi, dst + s.qw, pad);
                 }
         }
 }
 
 // y[o] = combine over taps t of term(src[t][o]), o in [0, n). TAPS fixed: the taps unroll and the
-// columns vectorise; a ragged end recomputes the last full vector instead of a scalar tail.
+// columns vectorise (vector_columns).
 template <int TAPS, class T, class Term, class Combine>
 void reduce_row(const T* const* src_in, int64_t n, T* __restrict y, Term term, Combine combine) {
-    constexpr int64_t kLanes = 16;
     const T* src[TAPS];
     for (int t = 0; t < TAPS; ++t) src[t] = src_in[t];
     auto columns = [&](int64_t a, int64_t e) {
@@ -171,13 +110,7 @@ void reduce_row(const T* const* src_in, int64_t n, T* __restrict y, Term term, C
             y[o] = acc;
         }
     };
-    if (n < kLanes) {
-        columns(0, n);
-        return;
-    }
-    const int64_t body = n / kLanes * kLanes;
-    columns(0, body);
-    if (body < n) columns(n - kLanes, n);
+    vector_columns(n, columns);
 }
 
 // Any number of taps: the same reduction, one tap at a time.
@@ -327,14 +260,8 @@ bool prepare_global(Node& n, std::string& err) {
         err = "expected float32 input and output";
         return false;
     }
-    if (x->rank() < 3 || n.out[0]->numel() != x->dim(0) * x->dim(1)) {
-        err = "expected an input of rank >= 3 and one output value per channel";
-        return false;
-    }
     GlobalState& s = n.make_state<GlobalState>();
-    s.planes = x->dim(0) * x->dim(1);
-    s.size = x->numel() / std::max<int64_t>(s.planes, 1);
-    return true;
+    return read_global_planes(n, s.planes, s.size, err);
 }
 
 // Reductions in 16 independent lanes (vectorisable without reassociating), combined at the end.

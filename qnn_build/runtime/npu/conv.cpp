@@ -15,7 +15,7 @@
 //    innermost, conv_depthwise.h;
 //  - direct (everything else): x − zp_x into a zero-padded buffer once per batch item, then per
 //    output row vectorisable multiply-accumulate loops over the taps.
-// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D (conv_geometry.h).
+// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D (core/window.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -28,7 +28,7 @@
 namespace qnnb {
 namespace npu {
 
-void fill_padding(uint8_t* image, const Geometry& g, const int64_t* pd, int64_t pixel, uint8_t value) {
+void fill_padding(uint8_t* image, const ConvGeometry& g, const int64_t* pd, int64_t pixel, uint8_t value) {
     const int64_t row = pd[2] * pixel, plane = pd[1] * row;
     for (int64_t d = 0; d < pd[0]; ++d) {
         uint8_t* p = image + d * plane;
@@ -45,47 +45,6 @@ void fill_padding(uint8_t* image, const Geometry& g, const int64_t* pd, int64_t 
             std::memset(p + h * row + right, value, static_cast<size_t>(row - right));
         }
     }
-}
-
-bool read_geometry(const Node& n, Geometry& g, std::string& err) {
-    const Tensor* x = n.in[0];
-    const Tensor* w = n.in[1];
-    const Tensor* y = n.out[0];
-    const int rank = x->rank();
-    if (rank < 3 || rank > 5 || w->rank() != rank || y->rank() != rank) {
-        err = "expected input, weight and output of rank 3-5 (1D-3D)";
-        return false;
-    }
-    const int r = rank - 2;
-    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
-    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
-    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r || (int)pads.size() != 2 * r) {
-        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
-        return false;
-    }
-    g.batch = x->dim(0);
-    g.in_ch = x->dim(1);
-    g.out_ch = y->dim(1);
-    g.group = n.params.i("group", 1);
-    for (int i = 0; i < r; ++i) {
-        const int d = 3 - r + i;
-        g.in[d] = x->dim(2 + i);
-        g.out[d] = y->dim(2 + i);
-        g.k[d] = kernel[i];
-        g.stride[d] = strides[i];
-        g.dil[d] = dilations[i];
-        g.pad_lo[d] = pads[i];
-        g.pad_hi[d] = pads[r + i];
-        if (w->dim(2 + i) != kernel[i] || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[r + i] < 0) {
-            err = "bad kernel_shape/strides/dilations/pads";
-            return false;
-        }
-    }
-    if (g.group < 1 || g.in_ch % g.group || g.out_ch % g.group) {
-        err = "channels do not fit the group count";
-        return false;
-    }
-    return true;
 }
 
 bool check_operands(const Node& n, std::string& err) {
@@ -111,7 +70,7 @@ namespace {
 enum class Path { Reference, Direct, Vnni, Depthwise };
 
 struct ConvState {
-    Geometry g;
+    ConvGeometry g;
     Path path = Path::Reference;
     ChannelParams p;
     std::vector<int16_t> w;  // the weight's integers, storage order
@@ -132,7 +91,7 @@ struct ConvState {
 
 // Padded extent of one dim: every index a window reads (o · s + t · d for the output range),
 // counted from the first padding element.
-int64_t padded_extent(const Geometry& g, int d) {
+int64_t padded_extent(const ConvGeometry& g, int d) {
     return std::max(g.in[d] + g.pad_lo[d], (g.out[d] - 1) * g.stride[d] + (g.k[d] - 1) * g.dil[d] + 1);
 }
 
@@ -140,8 +99,8 @@ int64_t padded_extent(const Geometry& g, int d) {
 
 template <class TA, class TX, class TY>
 void conv_ref(const ConvState& s, const TX* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), plane = g.out_plane();
+    const ConvGeometry& g = s.g;
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps(), plane = g.out_plane();
     parallel_for(ctx, g.batch * g.out_ch, [&](int64_t bc) {
         const int64_t b = bc / g.out_ch, c = bc % g.out_ch, grp = c / mg;
         const int16_t* wc = s.w.data() + c * cg * taps;
@@ -177,7 +136,7 @@ void conv_ref(const ConvState& s, const TX* x, TY* y, const ExecContext& ctx) {
 
 template <class TS, class TX>
 void fill_padded(const ConvState& s, const TX* xb, TS* dst, const ExecContext& ctx) {
-    const Geometry& g = s.g;
+    const ConvGeometry& g = s.g;
     const int64_t pplane = s.pd[0] * s.pd[1] * s.pd[2];
     parallel_for(ctx, g.in_ch, [&](int64_t ci) {
         TS* d = dst + ci * pplane;
@@ -196,8 +155,8 @@ constexpr int64_t kRowChunk = 256;
 
 template <class TA, class TS, class TY>
 void conv_direct_item(const ConvState& s, const TS* xs, TY* yb, const ExecContext& ctx) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), plane = g.out_plane();
+    const ConvGeometry& g = s.g;
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps(), plane = g.out_plane();
     const int64_t pplane = s.pd[0] * s.pd[1] * s.pd[2], sw = g.stride[2];
     const int64_t rows = g.out[0] * g.out[1];
     parallel_for(ctx, g.out_ch * rows, [&](int64_t task) {
@@ -241,7 +200,7 @@ void conv_direct_item(const ConvState& s, const TS* xs, TY* yb, const ExecContex
 
 template <class TX, class TY>
 void run_direct(Node& n, ConvState& s, const ExecContext& ctx) {
-    const Geometry& g = s.g;
+    const ConvGeometry& g = s.g;
     const TX* x = n.in[0]->in<TX>();
     TY* y = n.out[0]->out<TY>();
     for (int64_t b = 0; b < g.batch; ++b) {
@@ -266,8 +225,8 @@ void run_direct(Node& n, ConvState& s, const ExecContext& ctx) {
 constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
 void prepare_vnni(Node& n, ConvState& s) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
+    const ConvGeometry& g = s.g;
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
     s.cg4 = (cg + 3) / 4 * 4;
     s.pixel = g.group * s.cg4;
     // Padding pixels hold the zero point (they add zp_x · w, removed with the rest of zp_x · sum(w)).
@@ -291,10 +250,10 @@ void prepare_vnni(Node& n, ConvState& s) {
 
 template <class TY>
 void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
-    const Geometry& g = s.g;
+    const ConvGeometry& g = s.g;
     const uint8_t* x = n.in[0]->in<uint8_t>();
     TY* y = n.out[0]->out<TY>();
-    const int64_t cg = g.cg(), mg = g.mg(), plane = g.out_plane();
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), plane = g.out_plane();
     const int64_t chunks = (plane + kPositionChunk - 1) / kPositionChunk;
     uint8_t* pixels = scratch_at<uint8_t>(n, s.pixels_at);
     const uint8_t zp = static_cast<uint8_t>(s.zp_x);
@@ -360,20 +319,14 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
 bool prepare_conv(Node& n, std::string& err) {
     if (!check_operands(n, err)) return false;
     ConvState& s = n.make_state<ConvState>();
-    Geometry& g = s.g;
-    if (!read_geometry(n, g, err)) return false;
+    ConvGeometry& g = s.g;
+    if (!read_conv_geometry(n, g, err)) return false;
     const Tensor* w = n.in[1];
-    if (w->dim(0) != g.out_ch || w->dim(1) != g.cg()) {
+    if (w->dim(0) != g.out_ch || w->dim(1) != g.in_per_group()) {
         err = "channels do not fit the weight shape and group";
         return false;
     }
-    for (int d = 0; d < 3; ++d) {
-        const int64_t extent = (g.k[d] - 1) * g.dil[d] + 1;
-        if (g.out[d] != (g.in[d] + g.pad_lo[d] + g.pad_hi[d] - extent) / g.stride[d] + 1) {
-            err = "output shape does not match kernel/strides/pads/dilations";
-            return false;
-        }
-    }
+    if (!conv_output_fits(g, err)) return false;
     int32_t wmax = 0;
     if (!unpack_weight(w, s.w, wmax, err)) return false;
     if (w->encoding.block_axis >= 0 && w->encoding.block_axis != 1) {
@@ -382,17 +335,17 @@ bool prepare_conv(Node& n, std::string& err) {
     }
     if (!read_channel_params(n, g.out_ch, w, n.input(2), s.p, err)) return false;
     s.zp_x = zero_point(*n.in[0]);
-    s.block = s.p.blockwise() ? s.p.block_size : g.cg();
-    if (g.cg() % s.block) {
+    s.block = s.p.blockwise() ? s.p.block_size : g.in_per_group();
+    if (g.in_per_group() % s.block) {
         err = "block size does not divide the input channels per group";
         return false;
     }
     const int64_t x_max = operand_max(*n.in[0]);
-    if (!check_total_bound(s.p, x_max, wmax, g.cg() * g.taps(), err)) return false;
+    if (!check_total_bound(s.p, x_max, wmax, g.in_per_group() * g.taps(), err)) return false;
     s.acc32 = fits_int32(x_max, wmax, s.block * g.taps());
     for (int d = 0; d < 3; ++d) s.pd[d] = padded_extent(g, d);
     const bool vnni = QNNB_NPU_BLOCK && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && !s.p.blockwise() &&
-                      s.p.sign == 1 && (g.cg() > 1 || g.group == 1) && fits_int32(255, 128, g.cg() * g.taps());
+                      s.p.sign == 1 && (g.in_per_group() > 1 || g.group == 1) && fits_int32(255, 128, g.in_per_group() * g.taps());
     if (force_reference()) {
         s.path = Path::Reference;
     } else if (vnni) {

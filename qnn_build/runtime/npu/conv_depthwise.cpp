@@ -15,7 +15,7 @@ constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
 template <class TY>
 void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = dw.g;
+    const ConvGeometry& g = dw.g;
     const int64_t ch = g.out_ch, plane = g.out_plane(), in_plane = g.in_plane(), taps = g.taps();
     const int64_t cblocks = dw.cpad / kVnniBlock, chunks = (plane + kPositionChunk - 1) / kPositionChunk;
     fill_padding(reinterpret_cast<uint8_t*>(xs), g, dw.pd, dw.cpad * 2, 0);
@@ -65,7 +65,7 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
 
 }  // namespace
 
-bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p,
+bool prepare_depthwise(Node& n, const ConvGeometry& g, const int64_t* pd, const ChannelParams& p,
                        const std::vector<int16_t>& w, int32_t wmax, int32_t zp_x, DepthwiseConv& dw) {
     const int64_t taps = g.taps();
     if (!QNNB_NPU_BLOCK || g.group != g.in_ch || g.out_ch != g.in_ch || p.blockwise() || p.sign != 1 ||

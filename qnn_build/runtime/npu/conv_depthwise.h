@@ -14,7 +14,7 @@ namespace qnnb {
 namespace npu {
 
 struct DepthwiseConv {
-    Geometry g;
+    ConvGeometry g;
     int64_t pd[3] = {1, 1, 1};    // padded extents (D, H, W)
     int64_t cpad = 0;             // channels padded to whole blocks of 64
     size_t x_at = 0;              // in the node's scratch: [Dp][Hp][Wp][cpad] x − zp_x, 0 in the padding
@@ -27,7 +27,7 @@ struct DepthwiseConv {
 // True when the path applies (with QNNB_NPU_BLOCK for the vector requantization): then `dw` is
 // ready and n's scratch holds its staging image. `w` is the weight's integers [channel][tap], pd
 // the padded extents.
-bool prepare_depthwise(Node& n, const Geometry& g, const int64_t* pd, const ChannelParams& p,
+bool prepare_depthwise(Node& n, const ConvGeometry& g, const int64_t* pd, const ChannelParams& p,
                        const std::vector<int16_t>& w, int32_t wmax, int32_t zp_x, DepthwiseConv& dw);
 
 // y: uint8 codes when y8, else uint16; xs: the node's scratch at x_at.

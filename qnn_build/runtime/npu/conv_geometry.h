@@ -1,34 +1,19 @@
-// The window geometry shared by the npu's Conv and ConvTranspose (conv.cpp, conv_transpose.cpp):
-// spatial dims as 3D (D, H, W) with leading 1s for 1D/2D, and the activation types they run on.
+// What the npu's Conv and ConvTranspose share besides the window geometry (core/window.h): the
+// padded staging image, the operands they accept and the activation types they run on.
 #pragma once
 
 #include <string>
 
+#include "../core/window.h"
 #include "npu.h"
 
 namespace qnnb {
 namespace npu {
 
-struct Geometry {
-    int64_t batch = 0, in_ch = 0, out_ch = 0, group = 1;
-    int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-    int64_t stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad_lo[3] = {0, 0, 0}, pad_hi[3] = {0, 0, 0};
-
-    int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-    int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-    int64_t taps() const { return k[0] * k[1] * k[2]; }
-    int64_t cg() const { return in_ch / group; }   // input channels per group
-    int64_t mg() const { return out_ch / group; }  // output channels per group
-};
-
 // A padded image [pd0][pd1][pd2] of `pixel` bytes per position, the input at offset pad_lo (the
 // fast paths' staging copy in the node's scratch): sets every byte of every position outside the
 // input to `value`, what the padding must read. Run writes the input's positions itself.
-void fill_padding(uint8_t* image, const Geometry& g, const int64_t* pd, int64_t pixel, uint8_t value);
-
-// Rank, kernel_shape/strides/dilations/pads, the spatial dims and the group; the weight's channels
-// are each op's to check.
-bool read_geometry(const Node& n, Geometry& g, std::string& err);
+void fill_padding(uint8_t* image, const ConvGeometry& g, const int64_t* pd, int64_t pixel, uint8_t value);
 
 // The input and weight both ops accept: an 8/16-bit activation and a constant weight the npu takes.
 bool check_operands(const Node& n, std::string& err);

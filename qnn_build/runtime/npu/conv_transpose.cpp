@@ -21,7 +21,7 @@ namespace {
 // the weight's axis 0 (all input channels).
 
 struct TransposeState {
-    Geometry g;
+    ConvGeometry g;
     ChannelParams p;
     std::vector<int16_t> w;
     int32_t zp_x = 0;
@@ -42,8 +42,8 @@ struct TransposeState {
 
 template <class TA, class TX, class TY>
 void conv_transpose_ref(const TransposeState& s, const TX* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), plane = g.out_plane();
+    const ConvGeometry& g = s.g;
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps(), plane = g.out_plane();
     const int64_t block = s.p.blockwise() ? s.p.block_size : g.in_ch;
     parallel_for(ctx, g.batch * g.out_ch, [&](int64_t bc) {
         const int64_t b = bc / g.out_ch, c = bc % g.out_ch, grp = c / mg, m = c % mg;
@@ -88,8 +88,8 @@ void conv_transpose_ref(const TransposeState& s, const TX* x, TY* y, const ExecC
 // within the same (N10) bound, so the bytes equal the reference loops'.
 template <class TA, class TX, class TY>
 void conv_transpose_scatter(const TransposeState& s, const TX* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), plane = g.out_plane();
+    const ConvGeometry& g = s.g;
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps(), plane = g.out_plane();
     parallel_for(ctx, g.batch * g.out_ch, [&](int64_t bc) {
         const int64_t b = bc / g.out_ch, c = bc % g.out_ch, grp = c / mg, m = c % mg;
         std::vector<TA> acc(static_cast<size_t>(plane), 0);
@@ -134,8 +134,8 @@ void conv_transpose_scatter(const TransposeState& s, const TX* x, TY* y, const E
 constexpr int64_t kPixelChunk = 16 * kVnniRows;  // input pixels per task
 
 void prepare_block(Node& n, TransposeState& s) {
-    const Geometry& g = s.g;
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps();
+    const ConvGeometry& g = s.g;
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
     s.cg4 = (cg + 3) / 4 * 4;
     s.vw.resize(static_cast<size_t>(g.group));
     s.rq.resize(static_cast<size_t>(g.group));
@@ -157,18 +157,18 @@ void prepare_block(Node& n, TransposeState& s) {
 }
 
 // The output index along dim d that input index i reaches with tap k, or -1 outside the output.
-inline int64_t reach(const Geometry& g, int d, int64_t i, int64_t k) {
+inline int64_t reach(const ConvGeometry& g, int d, int64_t i, int64_t k) {
     const int64_t o = i * g.stride[d] - g.pad_lo[d] + k * g.dil[d];
     return o >= 0 && o < g.out[d] ? o : -1;
 }
 
 template <class TY>
 void run_block(const Node& n, const TransposeState& s, const uint8_t* x, TY* y, const ExecContext& ctx) {
-    const Geometry& g = s.g;
+    const ConvGeometry& g = s.g;
     uint8_t* pixels = scratch_at<uint8_t>(n, s.pixels_at);
     int32_t* cols = scratch_at<int32_t>(n, s.cols_at);
     int32_t* planes = scratch_at<int32_t>(n, s.planes_at);
-    const int64_t cg = g.cg(), mg = g.mg(), taps = g.taps(), in_plane = g.in_plane(), plane = g.out_plane();
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps(), in_plane = g.in_plane(), plane = g.out_plane();
     const int64_t chunks = (in_plane + kPixelChunk - 1) / kPixelChunk, pixel = g.group * s.cg4;
     const int64_t zero_tap = 0;
     if (s.cg4 > cg) std::memset(pixels, 0, static_cast<size_t>(in_plane * pixel));  // the pad bytes
@@ -243,10 +243,10 @@ void run_block(const Node& n, const TransposeState& s, const uint8_t* x, TY* y, 
 bool prepare_conv_transpose(Node& n, std::string& err) {
     if (!check_operands(n, err)) return false;
     TransposeState& s = n.make_state<TransposeState>();
-    Geometry& g = s.g;
-    if (!read_geometry(n, g, err)) return false;
+    ConvGeometry& g = s.g;
+    if (!read_conv_geometry(n, g, err)) return false;
     const Tensor* w = n.in[1];
-    if (w->dim(0) != g.in_ch || w->dim(1) != g.mg()) {
+    if (w->dim(0) != g.in_ch || w->dim(1) != g.out_per_group()) {
         err = "channels do not fit the weight shape and group";
         return false;
     }
@@ -258,12 +258,12 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
     }
     if (!read_channel_params(n, g.out_ch, w, n.input(2), s.p, err)) return false;
     s.zp_x = zero_point(*n.in[0]);
-    if (!check_total_bound(s.p, operand_max(*n.in[0]), wmax, g.cg() * g.taps(), err)) return false;
-    const int64_t block = s.p.blockwise() ? std::min(s.p.block_size, g.cg()) : g.cg();
+    if (!check_total_bound(s.p, operand_max(*n.in[0]), wmax, g.in_per_group() * g.taps(), err)) return false;
+    const int64_t block = s.p.blockwise() ? std::min(s.p.block_size, g.in_per_group()) : g.in_per_group();
     s.acc32 = fits_int32(operand_max(*n.in[0]), wmax, block * g.taps());
     s.scatter = !s.p.blockwise() && !force_reference();
     s.block = QNNB_NPU_BLOCK && s.scatter && n.in[0]->dtype == QNNB_UINT8 && wmax <= 128 && s.p.sign == 1 &&
-              fits_int32(255, 128, g.cg() * g.taps());
+              fits_int32(255, 128, g.in_per_group() * g.taps());
     if (s.block) prepare_block(n, s);
     return true;
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../core/broadcast.h"
 #include "../core/parallel.h"
 #include "conv_common.h"
 
@@ -25,9 +26,7 @@ namespace {
 enum class Path { Reference, Rows, Vnni };
 enum class Kind { U8, U16, I16 };  // an operand's element type (constants unpacked to int16)
 
-struct ProductState {
-    int64_t m = 0, k = 0, n = 0;
-    std::vector<int64_t> a_off, b_off, y_off;  // per product (batch), element offsets
+struct ProductState : MatMulBatches {  // Gemm sets m, k, n and one product itself
     int64_t a_si = 0, a_sk = 1, b_sk = 0, b_sj = 1;
     Kind a_kind = Kind::U8, b_kind = Kind::I16;
     std::vector<int16_t> a_const, b_const;     // constant operands' integers (B as [.., K, N])
@@ -282,84 +281,16 @@ bool prepare_gemm(Node& node, std::string& err) {
     return finish_prepare(node, s, tb ? 1 : 0, err);
 }
 
-// Batch dims of a matmul operand (everything but the last two dims, after 1-D promotion).
-std::vector<int64_t> batch_dims(const std::vector<int64_t>& shape) {
-    if (shape.size() <= 2) return {};
-    return std::vector<int64_t>(shape.begin(), shape.end() - 2);
-}
-
-// Element offsets of each batch matrix of an operand with `dims`, broadcast to `out_dims`.
-std::vector<int64_t> batch_offsets(const std::vector<int64_t>& dims, const std::vector<int64_t>& out_dims,
-                                   int64_t matrix_size) {
-    const size_t rank = out_dims.size();
-    std::vector<int64_t> stride(rank, 0);
-    int64_t st = matrix_size;
-    for (size_t i = dims.size(); i-- > 0;) {
-        const size_t od = rank - dims.size() + i;
-        stride[od] = dims[i] == 1 ? 0 : st;
-        st *= dims[i];
-    }
-    int64_t total = 1;
-    for (int64_t d : out_dims) total *= d;
-    std::vector<int64_t> offs(static_cast<size_t>(total));
-    for (int64_t idx = 0; idx < total; ++idx) {
-        int64_t rest = idx, off = 0;
-        for (size_t d = rank; d-- > 0;) {
-            off += (rest % out_dims[d]) * stride[d];
-            rest /= out_dims[d];
-        }
-        offs[static_cast<size_t>(idx)] = off;
-    }
-    return offs;
-}
-
 // MatMul: numpy.matmul semantics (N14).
 bool prepare_matmul(Node& node, std::string& err) {
     const Tensor* a = node.input(0);
     const Tensor* b = node.input(1);
-    if (!a || !b || a->rank() < 1 || b->rank() < 1) {
-        err = "MatMul operands must have rank >= 1";
+    if (!a || !b) {
+        err = "MatMul needs two operands";
         return false;
     }
-    std::vector<int64_t> as = a->shape, bs = b->shape;
-    if (as.size() == 1) as.insert(as.begin(), 1);
-    if (bs.size() == 1) bs.push_back(1);
     auto& s = node.make_state<ProductState>();
-    s.m = as[as.size() - 2];
-    s.k = as.back();
-    s.n = bs.back();
-    if (bs[bs.size() - 2] != s.k) {
-        err = "inner dimensions differ";
-        return false;
-    }
-    std::vector<int64_t> ab = batch_dims(as), bb = batch_dims(bs);
-    int64_t a_batches = 1, b_batches = 1;
-    for (int64_t d : ab) a_batches *= d;
-    for (int64_t d : bb) b_batches *= d;
-    if (b_batches == 1) {
-        s.m *= a_batches;  // one B matrix: A's batch dims merge into M
-        s.a_off = s.b_off = s.y_off = {0};
-    } else {
-        const size_t rank = std::max(ab.size(), bb.size());
-        std::vector<int64_t> out_dims(rank, 1);
-        for (size_t i = 0; i < rank; ++i) {
-            const int64_t da = i + ab.size() >= rank ? ab[i + ab.size() - rank] : 1;
-            const int64_t db = i + bb.size() >= rank ? bb[i + bb.size() - rank] : 1;
-            if (da != db && da != 1 && db != 1) {
-                err = "batch dims do not broadcast";
-                return false;
-            }
-            out_dims[i] = std::max(da, db);
-        }
-        s.a_off = batch_offsets(ab, out_dims, s.m * s.k);
-        s.b_off = batch_offsets(bb, out_dims, s.k * s.n);
-        s.y_off.resize(s.a_off.size());
-        for (size_t i = 0; i < s.y_off.size(); ++i) s.y_off[i] = static_cast<int64_t>(i) * s.m * s.n;
-    }
-    if (node.out[0]->numel() != static_cast<int64_t>(s.y_off.size()) * s.m * s.n) {
-        err = "output size does not match the product";
-        return false;
-    }
+    if (!plan_matmul_batches(*a, *b, *node.out[0], s, err)) return false;
     s.a_si = s.k;
     s.a_sk = 1;
     s.b_sk = s.n;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../core/parallel.h"
+#include "../core/window.h"
 #include "misc.h"
 
 namespace qnnb {
@@ -43,41 +44,25 @@ struct PoolState {
 bool prepare_window(Node& n, PoolState& s, std::string& err) {
     const Tensor* x = n.in[0];
     const Tensor* y = n.out[0];
-    const int rank = x->rank();
-    if (rank < 3 || rank > 5 || y->rank() != rank || y->dim(0) != x->dim(0) || y->dim(1) != x->dim(1)) {
-        err = "expected input and output of rank 3-5 (1D-3D pooling) with the same batch and channels";
-        return false;
-    }
-    const int r = rank - 2;
-    const auto kernel = n.params.ints("kernel_shape"), strides = n.params.ints("strides");
-    const auto dilations = n.params.ints("dilations"), pads = n.params.ints("pads");
-    if ((int)kernel.size() != r || (int)strides.size() != r || (int)dilations.size() != r || (int)pads.size() != 2 * r) {
-        err = "kernel_shape/strides/dilations/pads do not match the spatial rank";
-        return false;
-    }
+    Window w;
+    if (!read_pool_window(n, w, s.planes, err)) return false;
     const bool include_pad = n.params.i("count_include_pad", 0) != 0;
-    s.planes = x->dim(0) * x->dim(1);
-    for (int i = 0; i < r; ++i) {
-        Axis& a = s.axis[3 - r + i];
-        const int64_t k = kernel[i], st = strides[i], p0 = pads[i], p1 = pads[r + i];
-        if (k < 1 || st < 1 || dilations[i] < 1 || p0 < 0 || p1 < 0) {
-            err = "bad kernel_shape/strides/dilations/pads";
-            return false;
-        }
-        a.in = x->dim(2 + i);
-        a.out = y->dim(2 + i);
-        a.k = k;
-        a.stride = st;
-        a.pad = p0;
-        a.dil = dilations[i];
+    for (int d = 3 - w.spatial; d < 3; ++d) {
+        Axis& a = s.axis[d];
+        a.in = w.in[d];
+        a.out = w.out[d];
+        a.k = w.k[d];
+        a.stride = w.stride[d];
+        a.pad = w.pad_lo[d];
+        a.dil = w.dil[d];
         a.lo.clear(), a.hi.clear(), a.count.clear();
-        a.tap_lo.assign(static_cast<size_t>(k), 0);
-        a.tap_hi.assign(static_cast<size_t>(k), 0);
-        s.volume *= k;
+        a.tap_lo.assign(static_cast<size_t>(a.k), 0);
+        a.tap_hi.assign(static_cast<size_t>(a.k), 0);
+        s.volume *= a.k;
         for (int64_t o = 0; o < a.out; ++o) {
-            const int64_t first = o * st - p0;
-            int64_t lo = 0, hi = 0, c = 0;
-            for (int64_t t = 0; t < k; ++t) {
+            const int64_t first = o * a.stride - a.pad;
+            int64_t lo = 0, hi = 0;
+            for (int64_t t = 0; t < a.k; ++t) {
                 const int64_t idx = first + t * a.dil;
                 if (idx >= 0 && idx < a.in) {
                     if (hi == 0) lo = t;
@@ -85,13 +70,10 @@ bool prepare_window(Node& n, PoolState& s, std::string& err) {
                     if (a.tap_hi[t] == 0) a.tap_lo[t] = o;
                     a.tap_hi[t] = o + 1;
                 }
-                // AveragePool's divisor: taps inside the input, or with count_include_pad inside
-                // the padded input (a ceil_mode window past the end pads does not count beyond).
-                c += include_pad ? (idx >= -p0 && idx < a.in + p1) : (idx >= 0 && idx < a.in);
             }
             a.lo.push_back(lo);
             a.hi.push_back(std::max(lo, hi));
-            a.count.push_back(c);
+            a.count.push_back(window_count(w, d, o, include_pad));  // AveragePool's divisor
         }
     }
     s.zp_x = zero_point(*x);
@@ -314,13 +296,8 @@ struct GlobalState {
 bool prepare_global(Node& n, std::string& err) {
     if (!check_io(n, err)) return false;
     const Tensor* x = n.in[0];
-    if (x->rank() < 3 || n.out[0]->numel() != x->dim(0) * x->dim(1)) {
-        err = "expected an input of rank >= 3 and one output value per channel";
-        return false;
-    }
     auto& s = n.make_state<GlobalState>();
-    s.planes = x->dim(0) * x->dim(1);
-    s.size = s.planes ? x->numel() / s.planes : 0;
+    if (!read_global_planes(n, s.planes, s.size, err)) return false;
     s.zp_x = zero_point(*x);
     s.zp_y = zero_point(*n.out[0]);
     s.qmax = qmax_of(*n.out[0]);
