@@ -17,8 +17,11 @@ from .toolchain import build_model_lib
 
 
 class QnnbRep(base.BackendRep):
-    """A converted, compiled, loaded model. Integer and bool graph inputs (axes, shapes, indices)
-    are pinned to the values given at run, as `--input-value` does: the first run converts."""
+    """A converted, compiled, loaded model. Inputs that qnn-build needs at convert time (shapes, axes,
+    pads, sizes: `_PARAMETER_POSITIONS`) are pinned to the values given at run, as `--input-value`
+    does, and the first run converts; every other input, integer and bool ones included, is fed to
+    the runtime. `ops` counts the converted graph's nodes by op: empty when convert folded the whole
+    graph to constants and the runtime computes nothing."""
 
     def __init__(self, model: onnx.ModelProto, backend: str, threads: int, input_dims=None, input_values=None):
         self._onnx = model
@@ -27,10 +30,11 @@ class QnnbRep(base.BackendRep):
         self._tmp = None  # the library lives there; removed with this object
         self._pinned_from_data: dict | None = None
         self.model = None
+        self.ops: dict[str, int] = {}
         names = {i.name for i in model.graph.initializer}
         self._graph_inputs = [i for i in model.graph.input if i.name not in names and i.name not in self._values]
         params = _parameter_inputs(model)
-        self._data_inputs = [i.name for i in self._graph_inputs if not _is_integer(i) and i.name not in params]
+        self._data_inputs = [i.name for i in self._graph_inputs if i.name not in params]
         if len(self._data_inputs) == len(self._graph_inputs):
             self._build({})
 
@@ -39,7 +43,7 @@ class QnnbRep(base.BackendRep):
         d = Path(self._tmp.name)
         src = d / "model.onnx"
         onnx.save(self._onnx, str(src))
-        convert(src, d, input_dims=self._dims, input_values={**self._values, **pinned})
+        self.ops = convert(src, d, input_dims=self._dims, input_values={**self._values, **pinned})["ops"]
         lib = build_model_lib(d / "model.cpp", d / "model.bin", d / "libmodel.so")
         self.model = load(lib, backend=self._backend, threads=self._threads)
         self._pinned_from_data = pinned
@@ -73,8 +77,12 @@ class QnnbBackend(base.Backend):
         return device == "CPU"
 
 
-# Float inputs that qnn-build needs at convert time (scales, pads), by op and input index.
-_PARAMETER_POSITIONS = {"Resize": (1, 2, 3), "Upsample": (1,), "Pad": (1, 2, 3)}
+# Inputs that qnn-build needs at convert time (shapes, axes, pads, scales, sizes), by op and input index.
+_REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+_PARAMETER_POSITIONS = {"Resize": (1, 2, 3), "Upsample": (1,), "Pad": (1, 2, 3), "Reshape": (1,), "Expand": (1,),
+                        "Tile": (1,), "Slice": (1, 2, 3, 4), "Squeeze": (1,), "Unsqueeze": (1,), "Split": (1,),
+                        "LSTM": (4,), "GRU": (4,), "RNN": (4,), **{op: (1,) for op in _REDUCTIONS}}
 
 
 def _parameter_inputs(model: onnx.ModelProto) -> set[str]:
@@ -84,12 +92,6 @@ def _parameter_inputs(model: onnx.ModelProto) -> set[str]:
             if k < len(node.input) and node.input[k]:
                 names.add(node.input[k])
     return names
-
-
-def _is_integer(value_info) -> bool:
-    elem = value_info.type.tensor_type.elem_type
-    return elem not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
-                        onnx.TensorProto.BFLOAT16)
 
 
 def _same_values(a: dict, b: dict | None) -> bool:
