@@ -1,5 +1,11 @@
 """Quantization end to end on a small conv net: every precision's accuracy, encodings JSON and
-overrides, statistics reuse, determinism, packed 4-bit weights, and bad input."""
+overrides, statistics reuse, determinism, packed 4-bit weights, and bad input.
+
+Accuracy floors sit 1-1.5 dB under the SQNR measured when they were set (MEASURED_DB), so a
+regression of a precision or an option shows. A change of the default quantization moves them: re-
+measure with `python -m pytest tests/test_quantization.py -k "rank or options or cle or bias" -s`
+(each test prints what it measured), then update MEASURED_DB in the same commit as the change and
+say why the values moved."""
 
 import json
 
@@ -59,13 +65,24 @@ def run_precision(model_dir, name, precision, **kw):
     return 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ours - ref) ** 2), 1e-30)), out
 
 
+# SQNR (dB) against onnxruntime's float model on the 16 test samples, measured at the commit that set
+# them; fp32 differs from onnxruntime by float32 rounding only, in an order that depends on the BLAS
+# kernels of the machine, so its floor is lower.
+MEASURED_DB = {"fp32": 127.9, "fp16": 61.2, "w16a16": 75.3, "w8a16": 32.0, "w8a8": 28.3, "w4a16": 9.2,
+               "w8a8 mse": 27.4, "w8a8 per_tensor": 27.6, "w8a8 cle": 27.4}
+MARGIN_DB = {"fp32": 8.0}
+
+
+def above_floor(name: str, sqnr: float) -> bool:
+    print(f"{name}: {sqnr:.2f} dB (set at {MEASURED_DB[name]})")
+    return sqnr > MEASURED_DB[name] - MARGIN_DB.get(name, 1.5)
+
+
 def test_precisions_rank_by_accuracy(model_dir):
     sqnr = {p: run_precision(model_dir, p, p)[0] for p in ["fp32", "fp16", "w16a16", "w8a16", "w8a8", "w4a16"]}
-    assert sqnr["fp32"] > 100
-    assert sqnr["fp16"] > 55
-    assert sqnr["w16a16"] > 60
-    assert sqnr["w8a16"] > sqnr["w8a8"] > 20
-    assert sqnr["w8a8"] > sqnr["w4a16"] - 3 and sqnr["w4a16"] > 5
+    for name, value in sqnr.items():
+        assert above_floor(name, value), f"{name}: {value:.2f} dB, measured {MEASURED_DB[name]}"
+    assert sqnr["w16a16"] > sqnr["w8a16"] > sqnr["w8a8"] > sqnr["w4a16"]
 
 
 def test_encodings_json_is_aimet_shaped(model_dir):
@@ -109,16 +126,47 @@ def test_statistics_artifact_gives_the_same_bytes(model_dir):
         assert (model_dir / "a" / f).read_bytes() == (model_dir / "b" / f).read_bytes(), f
 
 
-@pytest.mark.parametrize("options", [QuantOptions(act_range="mse", weight_range="mse"), QuantOptions(per_channel=False),
-                                     QuantOptions(bias_correction=True)], ids=["mse", "per_tensor", "bias_correction"])
-def test_range_options_convert_and_run(model_dir, options):
+@pytest.mark.parametrize("options", [QuantOptions(act_range="mse", weight_range="mse"), QuantOptions(per_channel=False)],
+                         ids=["mse", "per_tensor"])
+def test_range_options_convert_and_run(model_dir, request, options):
     sqnr, _ = run_precision(model_dir, "opt", "w8a8", options=options)
-    assert sqnr > 20
+    name = f"w8a8 {request.node.callspec.id}"
+    assert above_floor(name, sqnr), f"{name}: {sqnr:.2f} dB"
 
 
 def test_cle_keeps_the_float_function(model_dir):
     sqnr, _ = run_precision(model_dir, "cle", "w8a8", cle=True)
-    assert sqnr > 20
+    assert above_floor("w8a8 cle", sqnr), f"{sqnr:.2f} dB"
+
+
+@pytest.fixture(scope="module")
+def shifted_input_dir(tmp_path_factory):
+    """A Gemm whose input has a mean far from zero (2-4 per feature, spread 0.5): quantizing its
+    weight shifts every output by (Wq - W) E[x], which bias correction (12) removes."""
+    d = tmp_path_factory.mktemp("biascorr")
+    rng = np.random.default_rng(1)
+    k, n = 32, 16
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    b = (0.1 * rng.standard_normal(n)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), d / "model.onnx")
+    x = (rng.uniform(2, 4, k) + 0.5 * rng.standard_normal((96, 1, k))).astype(np.float32)
+    np.savez(d / "calib.npz", x=x[:64])
+    np.savez(d / "test.npz", x=x[64:])  # held out
+    return d
+
+
+def test_bias_correction_removes_the_weight_error_mean(shifted_input_dir):
+    """Measured: w4a16 18.8 dB plain, 31.4 dB corrected. Without (12) the two are the same bytes."""
+    plain, out_plain = run_precision(shifted_input_dir, "plain", "w4a16")
+    corrected, out_corrected = run_precision(shifted_input_dir, "corrected", "w4a16",
+                                             options=QuantOptions(bias_correction=True))
+    print(f"w4a16: {plain:.2f} dB plain, {corrected:.2f} dB with bias correction")
+    assert (out_plain / "model.bin").read_bytes() != (out_corrected / "model.bin").read_bytes()
+    assert corrected > plain + 10, (plain, corrected)
 
 
 def test_int4_weights_are_packed_and_block_wise(model_dir):
@@ -130,12 +178,28 @@ def test_int4_weights_are_packed_and_block_wise(model_dir):
     assert len(doc["param_encodings"]["w1"]) == 8  # K=3 < 16: one scale per output channel
 
 
-def test_cpu_simulation_matches_equations(model_dir):
-    """The runtime's rounding of an activation equals equations (2) and (1) in numpy."""
-    x = np.linspace(-3, 3, 1001).astype(np.float32)
-    enc = activation_encoding(-1.3, 2.1, 8)
-    q = np.clip(np.round(x / enc.scales[0]) - enc.offsets[0], 0, 255)
-    np.testing.assert_array_equal(fake_quantize(x, enc), (enc.scales[0] * (q + enc.offsets[0])).astype(np.float32))
+@pytest.mark.parametrize("backend", ["cpu", "npu"])
+def test_runtime_rounds_by_the_equations(tmp_path, backend):
+    """The C++ runtime's rounding of an activation (core/quant.cpp: the cpu's fake quantization, the
+    npu's quantization on entry) is (2) then (1), round half to even. A Reshape's output shares its
+    input's encoding, calibrated to [-8, 7.9375]: scale 1/16 exactly, so every (k + 1/2)/16 is an
+    exact tie; values past the range saturate."""
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 600])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [20, 30])],
+                              [numpy_helper.from_array(np.array([20, 30], np.int64), "shape")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "model.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.linspace(-8, 7.9375, 600, dtype=np.float32).reshape(1, 1, 600))
+    convert(tmp_path / "model.onnx", tmp_path / "q", precision="w8a8", calibration=tmp_path / "calib.npz")
+    enc = json.loads((tmp_path / "q" / "model.encodings.json").read_text())["activation_encodings"]["y"][0]
+    assert (enc["scale"], enc["offset"]) == (0.0625, -128)
+    ties = (np.arange(-129, 128) + 0.5) / 16
+    x = np.concatenate([ties, np.random.default_rng(0).uniform(-9, 9, 600 - len(ties))]).astype(np.float32)
+    q = np.clip(np.round(x / np.float32(0.0625)) + 128, 0, 255)                   # (2), half to even
+    expected = (np.float32(0.0625) * (q - 128)).astype(np.float32).reshape(20, 30)  # (1)
+    lib = build_model_lib(tmp_path / "q" / "model.cpp", tmp_path / "q" / "model.bin", tmp_path / "libq.so")
+    np.testing.assert_array_equal(load(lib, backend=backend).run({"x": x[None]})["y"], expected)
+    np.testing.assert_array_equal(fake_quantize(x, activation_encoding(-8, 7.9375, 8)).reshape(20, 30), expected)
 
 
 @pytest.mark.parametrize("make,fragment", [
