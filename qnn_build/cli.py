@@ -87,7 +87,8 @@ _QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "
 def cmd_convert(args) -> None:
     from .convert import convert
 
-    _load_config(args, {"input_dims": None, "input_values": None, "out_nodes": None, **_QUANT_DEFAULTS})
+    _load_config(args, {"input_dims": None, "input_values": None, "out_nodes": None, "qdq": False,
+                        **_QUANT_DEFAULTS})
     if not args.source:
         raise QnnBuildError("no source model given")
     if not args.output_dir:
@@ -97,7 +98,7 @@ def cmd_convert(args) -> None:
     desc = convert(args.source, args.output_dir, dims, values, args.out_nodes or None, precision=args.precision,
                    calibration=args.calibration, calibration_stats=args.calibration_stats,
                    options=_quant_options(args), cle=bool(args.cle), overrides=args.quantization_overrides,
-                   float_fallback=bool(args.float_fallback))
+                   float_fallback=bool(args.float_fallback), qdq=bool(args.qdq))
     if "float_fallback" in desc:  # --float-fallback: which nodes stay in fp16
         from .quant.fallback import describe
         _say(args, describe(desc["float_fallback"]))
@@ -298,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin an input to a constant, e.g. --input-value sample_rate 16000 (repeatable)")
     c.add_argument("--out-node", dest="out_nodes", action="append", metavar="NAME",
                    help="use this tensor as an output (repeatable; default: the model's outputs)")
+    c.add_argument("--qdq", action="store_true", default=None,
+                   help="also write model.qdq.onnx: the converted graph with QuantizeLinear/DequantizeLinear at "
+                        "its encodings (what the htp backend reads; docs/formats.md)")
     q = c.add_argument_group("quantization (docs/quantization.md)")
     q.add_argument("--precision", help="fp32 (default), fp16, w8a8|int8, w8a16, w16a16|int16, w4a8, w4a16|int4")
     q.add_argument("--input-list", "--calibration", dest="calibration", metavar="FILE",

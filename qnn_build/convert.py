@@ -1,5 +1,5 @@
 """The convert step: model.onnx -> model.cpp + model.bin + model.json (+ model.encodings.json when
-quantized) in one output directory; and the calibrate step it may depend on."""
+quantized, + model.qdq.onnx on request) in one output directory; and the calibrate step it may depend on."""
 
 import copy
 import json
@@ -11,6 +11,7 @@ from pathlib import Path
 from . import __version__
 from .atomic import write_bytes, write_text
 from .codegen.cpp import dtype_name, generate_cpp, supported_dtype
+from .codegen.qdq import qdq_bytes
 from .codegen.weights import pack_weights
 from .errors import ConvertError, QnnBuildError
 from .ir.graph import Graph
@@ -67,10 +68,11 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
 
 def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None, precision: str = "fp32",
             calibration=None, calibration_stats=None, options: QuantOptions | None = None, cle: bool = False,
-            overrides=None, lower_rnn: bool | None = None, float_fallback: bool = False) -> dict:
+            overrides=None, lower_rnn: bool | None = None, float_fallback: bool = False, qdq: bool = False) -> dict:
     """Write DIR/model.cpp, model.bin, model.json (and model.encodings.json). Returns the io description.
     lower_rnn: unroll recurrent ops (default: for quantized precisions). float_fallback: keep nodes the npu
-    has no integer kernel for in fp16 (quant/fallback.py)."""
+    has no integer kernel for in fp16 (quant/fallback.py). qdq: also write model.qdq.onnx (codegen/qdq.py),
+    which the htp backend reads; a graph it cannot express stops convert, naming the node."""
     prec = parse_precision(precision)
     options = options or QuantOptions()
     lower_rnn = prec.is_quantized if lower_rnn is None else lower_rnn
@@ -99,7 +101,12 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
             extra["float_fallback"] = apply_float_fallback(graph, float_consts)
         if prec.is_quantized:
             add_npu_params(graph)
-    return write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
+    if qdq:  # before anything is written: a graph the export refuses leaves no partial output
+        qdq_model = qdq_bytes(graph, prec.name)
+    desc = write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
+    if qdq:
+        write_bytes(Path(out_dir) / "model.qdq.onnx", qdq_model)
+    return desc
 
 
 def _require_samples(calibration, what: str) -> None:

@@ -1,1 +1,1 @@
-"""Writing the convert step's artifacts: model.cpp, model.bin and model.json."""
+"""Writing the convert step's artifacts: model.cpp, model.bin, model.json and model.qdq.onnx."""

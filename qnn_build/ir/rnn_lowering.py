@@ -41,11 +41,11 @@ _CODE_NAMES = ["Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRel
                "Elu", "Softsign", "Softplus"]
 
 
-def lower_recurrent(graph: Graph) -> int:
-    """Replace every LSTM/GRU/RNN runtime node by its unrolled primitive ops; returns how many."""
+def lower_recurrent(graph: Graph, ops=RECURRENT_OPS) -> int:
+    """Replace every LSTM/GRU/RNN runtime node (of `ops`) by its unrolled primitive ops; returns how many."""
     out, count = [], 0
     for node in graph.nodes:
-        if node.op_type in RECURRENT_OPS:
+        if node.op_type in ops:
             out.extend(_Unroll(graph, node).run())
             count += 1
         else:
