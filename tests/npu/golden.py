@@ -9,7 +9,8 @@ take `onnx_attrs(node)`, which drops them. A rule change of the npu is a change 
 of these modules, in one place each.
 
 This module: (N1)-(N3) the requantization primitive, (N4) Add/Sub, (N5) Mul, (N6)/(N7) lookup
-tables. golden_conv.py: (N10)-(N14). golden_misc.py: (N20)-(N33)."""
+tables. golden_conv.py: (N10)-(N14); golden_movement.py: (N20)-(N23); golden_pool.py: (N24)-(N26);
+golden_norm.py: (N27)-(N29); golden_arith.py: (N30)-(N33)."""
 
 import math
 

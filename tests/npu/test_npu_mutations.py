@@ -12,18 +12,18 @@ scratch copy of the tree), and how many of the golden tests run on it failed (`p
   block multipliers floored, not rounded      test_npu_conv.py -k blockwise        2 of 13
   Gemm bias scaled by beta, not beta/|alpha|  test_npu_conv.py -k gemm             10 of 29 (the |alpha| != 1 cases)
   Conv/Gemm bias re-expressed by floor        test_npu_conv.py -k "gemm or blockwise or transpose"  4 of 62
-  Softmax exp table of 1.01 s_x               test_npu_misc.py -k softmax          16 of 16
-  LogSoftmax log2 multiplier 1 % off          test_npu_misc.py -k softmax          8 of 16 (the LogSoftmax cases)
-  Pad value coded in the input's encoding     test_npu_misc.py -k pad              3 of 27 (where they differ)
-  AveragePool divides by count + 1            test_npu_misc.py -k pools            24 of 40 (the MaxPools pass)
-  LayerNorm epsilon not in Q8 units           test_npu_misc.py -k norm             8 of 19
-  LayerNorm bias units without sqrt(n)        test_npu_misc.py -k norm             13 of 19 (the others have no bias)
-  PRelu's two multipliers swapped             test_npu_misc.py -k prelu            3 of 3
-  Div shift D 4 bits short                    test_npu_misc.py -k div              4 of 16
-  ReduceSum divided by 2                      test_npu_misc.py -k reductions       6 of 32 (the ReduceSum cases)
-  re-encoding multipliers 1 % off             test_npu_misc.py -k "movers or concat or gather"  27 of 28
-  Resize linear's Q20 weights truncated       test_npu_misc.py -k resize_linear    1 of 14 (the 16-bit align_corners
-                                                                                  case added for it; 0 before)
+  Softmax exp table of 1.01 s_x               test_npu_norm.py -k softmax          16 of 16
+  LogSoftmax log2 multiplier 1 % off          test_npu_norm.py -k softmax          8 of 16 (the LogSoftmax cases)
+  Pad value coded in the input's encoding     test_npu_movement.py -k pad          3 of 27 (where they differ)
+  AveragePool divides by count + 1            test_npu_pool.py -k pools            24 of 40 (the MaxPools pass)
+  LayerNorm epsilon not in Q8 units           test_npu_norm.py -k norm             8 of 19
+  LayerNorm bias units without sqrt(n)        test_npu_norm.py -k norm             13 of 19 (the others have no bias)
+  PRelu's two multipliers swapped             test_npu_arith.py -k prelu           3 of 3
+  Div shift D 4 bits short                    test_npu_arith.py -k div             4 of 16
+  ReduceSum divided by 2                      test_npu_pool.py -k reductions       6 of 32 (the ReduceSum cases)
+  re-encoding multipliers 1 % off             test_npu_movement.py -k "movers or concat or gather"  27 of 28
+  Resize linear's Q20 weights truncated       test_npu_movement.py -k resize_linear  1 of 14 (the 16-bit align_corners
+                                                                                    case added for it; 0 before)
   (N1) multipliers truncated, not rounded     test_npu_golden.py                   0 of 38: a multiplier 2^-31 too
       small moves an output only where it lies within 2^-31 of a rounding boundary; none of these does.
 Before the golden model derived its own parameters, the first three left all 32 tests of
@@ -40,8 +40,10 @@ from qnn_build.runtime.binding import Model
 
 from . import golden
 from . import golden_conv as gc
-from . import golden_misc as gm
-from .test_npu_misc import F, build_lib, codes, enc_of, make_model, node_of, q_in, quantized, uniform
+from . import golden_movement as gmv
+from . import golden_norm as gn
+from . import golden_pool as gp
+from .harness import F, build_lib, codes, enc_of, make_model, node_of, q_in, quantized, uniform
 
 
 def _mult_times(mult: int, shift: int, factor: float) -> tuple[int, int]:
@@ -108,10 +110,10 @@ def softmax_exp_table_scale(tmp_path, rng):
     graph = quantized(path, "w8a8", {"x": (-4.0, 4.0), "y": (0.0, 1.0)})
     feeds = {"x": uniform(rng, [3, 20], -4, 4)}
     ex, ey = enc_of(graph, "x"), enc_of(graph, "y")
-    expected = gm.softmax(q_in(graph, feeds, "x"), ex, ey, -1)
+    expected = gn.softmax(q_in(graph, feeds, "x"), ex, ey, -1)
 
     def mutate(p):  # the table of exp(-s_x d) built with 1.1 s_x
-        p["npu_exp_lut"] = [int(v) for v in gm.exp_table(dataclasses.replace(ex, scales=ex.scales * 1.1))]
+        p["npu_exp_lut"] = [int(v) for v in gn.exp_table(dataclasses.replace(ex, scales=ex.scales * 1.1))]
     return graph, "Softmax", feeds, expected, mutate
 
 
@@ -122,10 +124,10 @@ def pad_value_in_the_input_encoding(tmp_path, rng):
     graph = quantized(path, "w8a8", {"x": (-2.0, 3.0)}, pins={"y": (-2.5, 1.5)})
     feeds = {"x": uniform(rng, [2, 3, 4], -2, 3)}
     ex, ey = enc_of(graph, "x"), enc_of(graph, "y")
-    expected = gm.pad_constant(q_in(graph, feeds, "x"), ex, ey, [0, 1, 1, 0, 1, 1], graph.tensor("value"))
+    expected = gmv.pad_constant(q_in(graph, feeds, "x"), ex, ey, [0, 1, 1, 0, 1, 1], graph.tensor("value"))
 
     def mutate(p):
-        p["npu_pad_value"] = gm.value_code(0.75, ex)
+        p["npu_pad_value"] = gmv.value_code(0.75, ex)
     return graph, "Pad", feeds, expected, mutate
 
 
@@ -136,7 +138,7 @@ def average_pool_count_off_by_one(tmp_path, rng):
     graph = quantized(path, "w8a8", {"x": (-2.0, 2.5), "y": (-1.5, 2.0)})
     feeds = {"x": uniform(rng, [1, 2, 7, 8], -2, 2.5)}
     pool = node_of(graph, "AveragePool")
-    expected = gm.average_pool(q_in(graph, feeds, "x"), enc_of(graph, "x"), enc_of(graph, "y"),
+    expected = gp.average_pool(q_in(graph, feeds, "x"), enc_of(graph, "x"), enc_of(graph, "y"),
                                graph.tensor("y").shape, golden.onnx_attrs(pool))
 
     def mutate(p):  # M_c = s_x / (s_y (c + 1))

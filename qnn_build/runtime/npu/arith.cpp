@@ -6,7 +6,9 @@
 
 #include "../core/broadcast.h"
 #include "../core/parallel.h"
-#include "misc.h"
+#include "code_table.h"
+#include "int_math.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
@@ -26,9 +28,6 @@ struct ArithState {
     std::vector<int32_t> table;
 };
 
-using misc::floor_div;
-using misc::isqrt64;
-
 // (N30): n / d rounded to nearest, halves toward +inf (of the quotient's sign-normalised form).
 inline int64_t div_round(int64_t n, int64_t d) {
     if (d < 0) {
@@ -41,7 +40,7 @@ inline int64_t div_round(int64_t n, int64_t d) {
 void tabulate(Node& n, ArithState& s);
 
 bool prepare_arith(Node& n, std::string& err) {
-    if (misc::refused(n, err)) return false;
+    if (refused(n, err)) return false;
     auto& s = n.make_state<ArithState>();
     s.op = n.op == "Div" ? Op::kDiv : n.op == "Min" ? Op::kMin : n.op == "Max" ? Op::kMax
          : n.op == "Where" ? Op::kWhere : Op::kPRelu;
@@ -78,16 +77,16 @@ inline int32_t combine(const ArithState& s, int64_t va, int64_t vb) {
     switch (s.op) {
         case Op::kDiv:
             if (vb == 0) return va > 0 ? s.qmax : (va < 0 ? 0 : saturate(s.zp_y, s.qmax));  // +-inf, 0/0
-            return misc::requantize_out_fast(div_round(va << s.div_shift, vb), s.mult[0], s.shift[0], s.zp_y, s.qmax);
+            return requantize_out_fast(div_round(va << s.div_shift, vb), s.mult[0], s.shift[0], s.zp_y, s.qmax);
         case Op::kMin:
         case Op::kMax: {
-            const int32_t ra = misc::requantize_out_fast(va, s.mult[0], s.shift[0], s.zp_y, s.qmax);
-            const int32_t rb = misc::requantize_out_fast(vb, s.mult[1], s.shift[1], s.zp_y, s.qmax);
+            const int32_t ra = requantize_out_fast(va, s.mult[0], s.shift[0], s.zp_y, s.qmax);
+            const int32_t rb = requantize_out_fast(vb, s.mult[1], s.shift[1], s.zp_y, s.qmax);
             return s.op == Op::kMin ? std::min(ra, rb) : std::max(ra, rb);
         }
         default:  // PRelu: a = x, b = slope
-            if (va >= 0) return misc::requantize_out_fast(va, s.mult[0], s.shift[0], s.zp_y, s.qmax);
-            return misc::requantize_out_fast(va * vb, s.mult[1], s.shift[1], s.zp_y, s.qmax);
+            if (va >= 0) return requantize_out_fast(va, s.mult[0], s.shift[0], s.zp_y, s.qmax);
+            return requantize_out_fast(va * vb, s.mult[1], s.shift[1], s.zp_y, s.qmax);
     }
 }
 
@@ -112,7 +111,7 @@ void binary_rows(const ArithState& s, const TA* a, const TB* b, TY* y, const Exe
 // order): entry q is binary_rows on the codes q and c, one row of 256.
 void tabulate(Node& n, ArithState& s) {
     if (s.op == Op::kWhere) return;
-    const int v = misc::code_table_operand(n);
+    const int v = code_table_operand(n);
     if (v >= 0) {
         const Tensor* c = n.in[1 - v];
         uint8_t codes[256];
@@ -142,9 +141,9 @@ void where_rows(const ArithState& s, const uint8_t* c, const TA* a, const TB* b,
         TY* py = y + row * p.inner;
         for (int64_t i = 0; i < p.inner; ++i) {
             const int32_t q = c[off[0] + i * p.inner_stride[0]]
-                                  ? misc::requantize_out_fast(static_cast<int64_t>(a[off[1] + i * p.inner_stride[1]]) - s.zp[1],
+                                  ? requantize_out_fast(static_cast<int64_t>(a[off[1] + i * p.inner_stride[1]]) - s.zp[1],
                                                    s.mult[0], s.shift[0], s.zp_y, s.qmax)
-                                  : misc::requantize_out_fast(static_cast<int64_t>(b[off[2] + i * p.inner_stride[2]]) - s.zp[2],
+                                  : requantize_out_fast(static_cast<int64_t>(b[off[2] + i * p.inner_stride[2]]) - s.zp[2],
                                                    s.mult[1], s.shift[1], s.zp_y, s.qmax);
             py[i] = static_cast<TY>(q);
         }
@@ -155,7 +154,7 @@ void where_rows(const ArithState& s, const uint8_t* c, const TA* a, const TB* b,
 void run_arith(Node& n, const ExecContext& ctx) {
     const ArithState& s = n.state_as<ArithState>();
     if (s.varying >= 0) {
-        misc::apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
+        apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
         return;
     }
     const size_t first = s.op == Op::kWhere ? 1 : 0;
@@ -184,7 +183,7 @@ struct PowState {
 };
 
 bool prepare_pow(Node& n, std::string& err) {
-    if (misc::refused(n, err)) return false;
+    if (refused(n, err)) return false;
     if (!check_int_operand(n.input(0), err) || !check_int_output(n.output(0), err)) return false;
     const Tensor* x = n.in[0];
     if (x->is_const() || (x->dtype != QNNB_UINT8 && x->dtype != QNNB_UINT16) || x->numel() != n.out[0]->numel()) {
@@ -205,7 +204,7 @@ bool prepare_pow(Node& n, std::string& err) {
     const int32_t zp_x = zero_point(*x), zp_y = zero_point(*n.out[0]), qmax = qmax_of(*n.out[0]);
     // (N33) is a function of the input code alone: tabulated here, with the same integers.
     auto& s = n.make_state<PowState>();
-    s.table = misc::code_table(n, 0, x->encoding.bitwidth, [&](int64_t q) {
+    s.table = code_table(n, 0, x->encoding.bitwidth, [&](int64_t q) {
         const int64_t v = q - zp_x;
         int64_t acc;
         if (mode == PowMode::kSquare) acc = v * v;  // < 2^32
@@ -218,7 +217,7 @@ bool prepare_pow(Node& n, std::string& err) {
 
 void run_pow(Node& n, const ExecContext& ctx) {
     const PowState& s = n.state_as<PowState>();
-    misc::apply_code_table(*n.in[0], *n.out[0], s.table.data(), ctx);
+    apply_code_table(*n.in[0], *n.out[0], s.table.data(), ctx);
 }
 
 const Kernel kKernels[] = {

@@ -246,19 +246,14 @@ void prepare_requant(const ChannelParams& p, int64_t first, const std::vector<in
     rq.shift32.assign(static_cast<size_t>(padded), 0);
     for (int64_t c = 0; c < count; ++c) {
         const int32_t mult = p.mult[first + c], shift = p.shift[first + c];
-        const int64_t t = 31 + static_cast<int64_t>(shift);
+        const Int64Requantize r = Int64Requantize::of(mult, shift);
         rq.comp[c] = comp[c];
         rq.mult32[c] = mult;
         rq.shift32[c] = shift;
-        if (t >= 1 && t <= 62) {
-            rq.mult[c] = mult;
-            rq.t[c] = t;
-            rq.round[c] = int64_t{1} << (t - 1);
-        } else if (t > 62) {
-            rq.mult[c] = 0;  // |total · mult| < 2^62 <= 2^(t−1): (N2) gives 0
-        } else {
-            rq.scalar_only = true;  // t <= 0 (refused at convert): requantize_out() for everything
-        }
+        rq.mult[c] = r.mult;
+        rq.t[c] = r.t;
+        rq.round[c] = r.round;
+        if (!r.exact) rq.scalar_only = true;  // t <= 0 (refused at convert): requantize_out() for everything
     }
     rq.zp = p.zp_y;
     rq.qmax = p.qmax;

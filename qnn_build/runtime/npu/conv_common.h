@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "misc.h"
+#include "../core/prepared.h"
 #include "npu.h"
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
@@ -44,9 +44,9 @@ struct ChannelParams {
     int32_t out(int64_t c, int64_t total) const {
         return requantize_out(total, mult[c], shift[c], zp_y, qmax);
     }
-    // The same result in int64 arithmetic where that is exact (misc::requantize_fast): for the fast paths.
+    // The same result in int64 arithmetic where that is exact (requantize_fast): for the fast paths.
     int32_t out_fast(int64_t c, int64_t total) const {
-        return misc::requantize_out_fast(total, mult[c], shift[c], zp_y, qmax);
+        return requantize_out_fast(total, mult[c], shift[c], zp_y, qmax);
     }
 };
 

@@ -6,7 +6,7 @@
 #include "../core/broadcast.h"
 #include "../core/parallel.h"
 #include "../core/prepared.h"
-#include "misc.h"
+#include "code_table.h"
 
 namespace qnnb {
 namespace npu {
@@ -24,14 +24,11 @@ struct BinaryState {
     ArrayView<int32_t> table;
     // Two 8-bit operands whose every sum stays in int64 (checked at prepare): Add/Sub's terms
     // requantize(v << left_shift) tabulated by code (prepared arrays 1 and 2), and the last
-    // requantization's int64 form (v · fmult + fround) >> fshift, which is requantize() there
-    // (misc::requantize_fast).
+    // requantization in its int64 form (requantize.h), which is requantize() there.
     bool narrow = false;
     ArrayView<int64_t> term_a, term_b;
-    int64_t fmult = 0, fround = 0, fshift = 1;
+    Int64Requantize last;
 };
-
-using misc::requantize_fast;
 
 template <int Op>
 void tabulate(Node& n, BinaryState& s);
@@ -66,9 +63,7 @@ void prepare_narrow(Node& n, BinaryState& s) {
         bound = max_a + max_b;
     }
     if (bound >= (uint64_t{1} << 31)) return;
-    s.fmult = s.mult[f];
-    s.fshift = t;
-    s.fround = int64_t{1} << (t - 1);
+    s.last = Int64Requantize::of(s.mult[f], s.shift[f]);
     s.narrow = true;
 }
 
@@ -112,7 +107,7 @@ void binary_row(const BinaryState& s, const TA* a, int64_t sa, const TB* b, int6
 // order): entry q is binary_row on the codes q and c.
 template <int Op>
 void tabulate(Node& n, BinaryState& s) {
-    const int v = misc::code_table_operand(n);
+    const int v = code_table_operand(n);
     if (v >= 0) {
         const Tensor* c = n.in[1 - v];
         uint8_t codes[256];
@@ -139,7 +134,7 @@ void narrow_row(const BinaryState& s, const uint8_t* a, int64_t sa, const uint8_
         int64_t v;
         if (Op == 2) v = (static_cast<int64_t>(a[i * sa]) - s.zp_a) * (static_cast<int64_t>(b[i * sb]) - s.zp_b);  // (N5)
         else v = Op == 0 ? ta[a[i * sa]] + tb[b[i * sb]] : ta[a[i * sa]] - tb[b[i * sb]];          // (N4)
-        const int64_t q = ((v * s.fmult + s.fround) >> s.fshift) + s.zp_y;
+        const int64_t q = s.last.apply(v) + s.zp_y;
         y[i] = static_cast<TY>(q < 0 ? 0 : (q > s.qmax ? s.qmax : q));
     }
 }
@@ -148,7 +143,7 @@ template <int Op>
 void run_binary(Node& n, const ExecContext& ctx) {
     const BinaryState& s = n.state_as<BinaryState>();
     if (s.varying >= 0) {
-        misc::apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
+        apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
         return;
     }
     with_int_type(n.in[0]->dtype, [&](auto ta) {

@@ -10,13 +10,12 @@
 #include <memory>
 
 #include "../core/parallel.h"
-#include "misc.h"
+#include "code_table.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
 namespace {
-
-using misc::same_encoding;
 
 bool is_code_type(qnnb_dtype t) {
     return t == QNNB_UINT8 || t == QNNB_UINT16 || t == QNNB_INT8 || t == QNNB_INT16 || t == QNNB_INT32 ||
@@ -109,7 +108,7 @@ bool prepare_recode(Node& n, uint32_t slot, Recode& r, const int32_t* mult, cons
     const Tensor& x = *r.src;
     const Tensor& y = *r.dst;
     if (!x.is_const()) {
-        r.table = misc::recode_table(n, slot, x, y, mult[0], shift[0]);
+        r.table = recode_table(n, slot, x, y, mult[0], shift[0]);
         return true;
     }
     const int32_t zp_y = zero_point(y), qmax = qmax_of(y);
@@ -135,7 +134,7 @@ bool prepare_recode(Node& n, uint32_t slot, Recode& r, const int32_t* mult, cons
 
 void run_recode(const Recode& r, const ExecContext& ctx) {
     if (r.table.empty()) return;  // a constant, done at prepare
-    misc::apply_code_table(*r.src, *r.dst, r.table.data(), ctx);
+    apply_code_table(*r.src, *r.dst, r.table.data(), ctx);
 }
 
 struct LinearResize;
@@ -425,14 +424,14 @@ void run_linear_typed(const LinearResize& L, const TX* x, TY* y, const ExecConte
             }
             for (int64_t o = 0; o < width; ++o)
                 out[o] = (out_last && out_last[o]) ? extrapolation
-                                                   : static_cast<TY>(misc::requantize_out_fast(a[o], mult, shift, zp_y, qmax));
+                                                   : static_cast<TY>(requantize_out_fast(a[o], mult, shift, zp_y, qmax));
         }
     });
 }
 
 bool prepare_resize(Node& n, std::string& err) {
     if (!check_int_output(n.output(0), err)) return false;
-    if (misc::refused(n, err)) return false;
+    if (refused(n, err)) return false;
     const std::string mode = n.params.s("mode", "nearest");
     if (mode == "nearest") {
         MoverState& s = start(n);

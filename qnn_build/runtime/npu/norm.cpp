@@ -6,14 +6,13 @@
 #include <vector>
 
 #include "../core/parallel.h"
-#include "misc.h"
+#include "int_math.h"
+#include "npu.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
 namespace {
-
-using misc::floor_div;
-using misc::isqrt64;
 
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
     int64_t p = 1;
@@ -187,7 +186,7 @@ struct NormState {
 };
 
 bool prepare_norm(Node& n, std::string& err) {
-    if (misc::refused(n, err)) return false;
+    if (refused(n, err)) return false;
     if (!check_int_operand(n.input(0), err) || !check_int_operand(n.input(1), err) ||
         !check_int_output(n.output(0), err))
         return false;
@@ -241,7 +240,7 @@ bool prepare_norm(Node& n, std::string& err) {
     }
     for (size_t i = 1; i < n.out.size(); ++i)
         if (n.out[i]) {
-            err = misc::refusal(n, "the Mean / InvStdDev outputs");
+            err = refusal(n, "the Mean / InvStdDev outputs");
             return false;
         }
     s.zp_x = zero_point(*x);
@@ -309,7 +308,7 @@ void norm_row(const NormState& s, const TX* __restrict x, TY* __restrict y, cons
             u = (t * r + (int64_t{1} << (sh - 1))) >> sh;  // |t r| < 2^62: exact in int64
         else
             u = static_cast<int64_t>(round_shift(static_cast<__int128>(t) * r, sh));  // < 2^71
-        y[i] = static_cast<TY>(misc::requantize_out_fast(u + b[i * step_g], mult, shift, zp_y, qmax));
+        y[i] = static_cast<TY>(requantize_out_fast(u + b[i * step_g], mult, shift, zp_y, qmax));
     }
 }
 
@@ -345,8 +344,8 @@ const Kernel kKernels[] = {
     {"LogSoftmax", prepare_softmax, run_softmax<true>},
     {"LayerNormalization", prepare_norm, run_norm},
     {"InstanceNormalization", prepare_norm, run_norm},
-    {"LRN", misc::refuse, misc::run_nothing},
-    {"BatchNormalization", misc::refuse, misc::run_nothing},
+    {"LRN", refuse, run_nothing},
+    {"BatchNormalization", refuse, run_nothing},
 };
 
 }  // namespace

@@ -15,6 +15,13 @@ namespace npu {
 inline int32_t zero_point(const Tensor& t) { return t.encoding.present() ? -t.encoding.offsets[0] : 0; }
 inline int32_t qmax_of(const Tensor& t) { return (1 << t.encoding.bitwidth) - 1; }
 
+// Same dtype and the same encoding: the codes mean the same values (a move needs no re-encoding).
+inline bool same_encoding(const Tensor& a, const Tensor& b) {
+    const Encoding &x = a.encoding, &y = b.encoding;
+    return a.dtype == b.dtype && x.kind == y.kind && x.bitwidth == y.bitwidth && x.is_signed == y.is_signed &&
+           x.scales == y.scales && x.offsets == y.offsets;
+}
+
 // An integer tensor with a per-tensor encoding: what integer kernels accept as an operand.
 bool check_int_operand(const Tensor* t, std::string& err);
 // An integer activation output (uint8/uint16).

@@ -9,14 +9,12 @@
 
 #include "../core/parallel.h"
 #include "../core/window.h"
-#include "misc.h"
+#include "code_table.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
 namespace {
-
-using misc::requantize_out_fast;
-using misc::same_encoding;
 
 // One spatial axis: per output coordinate o (input index of tap t: o * stride - pad + t * dil) the
 // taps [lo, hi) inside the input and (AveragePool) the count of taps the average divides by; per
@@ -98,16 +96,16 @@ bool check_io(const Node& n, std::string& err) {
 }
 
 // (N20) table for the output re-encoding of a max/min of codes; empty when the encodings agree.
-ArrayView<int32_t> recode_table(Node& n, int32_t mult, int32_t shift) {
+ArrayView<int32_t> output_recode_table(Node& n, int32_t mult, int32_t shift) {
     const Tensor &x = *n.in[0], &y = *n.out[0];
-    return same_encoding(x, y) ? ArrayView<int32_t>{} : misc::recode_table(n, 0, x, y, mult, shift);
+    return same_encoding(x, y) ? ArrayView<int32_t>{} : recode_table(n, 0, x, y, mult, shift);
 }
 
 bool prepare_max_pool(Node& n, std::string& err) {
     if (!check_io(n, err)) return false;
     auto& s = n.make_state<PoolState>();
     if (!prepare_window(n, s, err) || !read_mults(n, s, 1, err)) return false;
-    s.table = recode_table(n, s.mult[0], s.shift[0]);
+    s.table = output_recode_table(n, s.mult[0], s.shift[0]);
     return true;
 }
 
@@ -302,7 +300,7 @@ bool prepare_global(Node& n, std::string& err) {
     s.zp_y = zero_point(*n.out[0]);
     s.qmax = qmax_of(*n.out[0]);
     if (!int_params(n, "npu_mult", 1, &s.mult, err) || !int_params(n, "npu_shift", 1, &s.shift, err)) return false;
-    if (n.op == "GlobalMaxPool") s.table = recode_table(n, s.mult, s.shift);
+    if (n.op == "GlobalMaxPool") s.table = output_recode_table(n, s.mult, s.shift);
     return true;
 }
 
@@ -340,7 +338,7 @@ void run_global_average(Node& n, const ExecContext& ctx) {
 }
 
 const Kernel kKernels[] = {
-    {"LpPool", misc::refuse, misc::run_nothing},
+    {"LpPool", refuse, run_nothing},
     {"MaxPool", prepare_max_pool, run_max_pool},
     {"AveragePool", prepare_average_pool, run_average_pool},
     {"GlobalMaxPool", prepare_global, run_global_max},

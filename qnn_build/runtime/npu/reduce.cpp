@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "../core/parallel.h"
-#include "misc.h"
+#include "code_table.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
@@ -66,7 +67,7 @@ bool prepare_reduce(Node& n, std::string& err) {
     if (!int_params(n, "npu_mult", 1, &s.mult, err) || !int_params(n, "npu_shift", 1, &s.shift, err)) return false;
     const bool same = x->dtype == y->dtype && x->encoding.scales == y->encoding.scales &&
                       x->encoding.offsets == y->encoding.offsets;
-    if (s.kind != Kind::kSum && !same) s.table = misc::recode_table(n, 0, *x, *y, s.mult, s.shift);
+    if (s.kind != Kind::kSum && !same) s.table = recode_table(n, 0, *x, *y, s.mult, s.shift);
     return true;
 }
 
@@ -86,7 +87,7 @@ void reduce_typed(const ReduceState& s, const TX* x, TY* y, const ExecContext& c
             int64_t acc = 0;  // count x 65535: int64
             for (int64_t j = 0; j < count; ++j) acc += xb[roff[j]];
             acc -= count * s.zp_x;
-            y[o] = static_cast<TY>(misc::requantize_out_fast(acc, s.mult, s.shift, s.zp_y, s.qmax));
+            y[o] = static_cast<TY>(requantize_out_fast(acc, s.mult, s.shift, s.zp_y, s.qmax));
             return;
         }
         TX m = xb[roff[0]];
@@ -174,9 +175,6 @@ void run_arg(Node& n, const ExecContext& ctx) {
     if (n.in[0]->dtype == QNNB_UINT8) arg_typed<kMax>(s, n.in[0]->in<uint8_t>(), y, ctx);
     else arg_typed<kMax>(s, n.in[0]->in<uint16_t>(), y, ctx);
 }
-
-using misc::refuse;
-using misc::run_nothing;
 
 const Kernel kKernels[] = {
     {"ReduceSum", prepare_reduce, run_reduce}, {"ReduceMean", prepare_reduce, run_reduce},
