@@ -17,9 +17,10 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # onnx_backend: the pipeline as an ONNX backend
 from common import geomean, interleaved_medians, light_models, openblas_note, random_feeds, zoo_models  # noqa: E402
 
-from qnn_build.onnx_backend import QnnbBackend  # noqa: E402
+from onnx_backend import QnnbBackend  # noqa: E402
 
 
 def onnxruntime_runner(path, feeds):

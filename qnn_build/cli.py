@@ -121,7 +121,7 @@ def cmd_calibrate(args) -> None:
 
 
 def cmd_model_lib(args) -> None:
-    from .targets import get_target
+    from .toolchain import get_target
     from .toolchain import build_model_lib
 
     _load_config(args, {})
@@ -174,7 +174,7 @@ def cmd_net_run(args) -> None:
 
 def cmd_runtime(args) -> None:
     from .atomic import write_bytes
-    from .targets import get_target
+    from .toolchain import get_target
     from .toolchain import INCLUDE_DIR, build_runtime
 
     _load_config(args, {})
@@ -224,7 +224,7 @@ def cmd_test(args) -> None:
 
 
 def cmd_release(args) -> None:
-    from .release import release
+    from .report.release import release
 
     _load_config(args, {"skipped": []})
     missing = [k for k in ("zoo", "zoo_version", "runtime", "tool_versions", "models") if getattr(args, k) is None]

@@ -19,7 +19,7 @@ from .ir.onnx_import import import_onnx, load_onnx
 from .ir.bias_fusion import fuse_matmul_bias
 from .ir.passes import run_passes
 from .ir.rnn_lowering import lower_recurrent
-from .npu.lower import add_npu_params
+from .npu_lowering.lower import add_npu_params
 from .ops import lower_graph
 from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph
 from .quant.cle import equalize

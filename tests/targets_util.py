@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from qnn_build.spec import load_spec
-from qnn_build.targets import get_target
-from qnn_build.toolchain import build_model_lib, build_runtime
+from qnn_build.toolchain import build_model_lib, build_runtime, get_target
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))

@@ -1,6 +1,6 @@
 """`convert --float-fallback`: nodes the npu has no integer kernel for are kept in fp16 behind
 converter-inserted Quantize/Dequantize nodes, run on the npu, and agree with the cpu simulation.
-Also: the Python list of npu ops (npu/support.py) agrees with the runtime's registry."""
+Also: the Python list of npu ops (npu_lowering/support.py) agrees with the runtime's registry."""
 
 import json
 import re
@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from qnn_build.cli import main as cli_main
 from qnn_build.convert import convert
 from qnn_build.errors import RuntimeFailure
-from qnn_build.npu.support import BOUNDARY_OPS, BYTE_MOVERS, npu_integer_ops
+from qnn_build.npu_lowering.support import BOUNDARY_OPS, BYTE_MOVERS, npu_integer_ops
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import RUNTIME_DIR, build_model_lib
 
@@ -256,7 +256,7 @@ def test_zoo_recurrent_models_run_on_npu(tmp_path, name):
     assert np.mean(pred_npu == labels) >= FLOAT_ACCURACY[name] - 0.01
 
 
-# ---- npu/support.py against the runtime's registry ----
+# ---- npu_lowering/support.py against the runtime's registry ----
 
 PROBE_CPP = r"""
 #include <cstring>
@@ -347,5 +347,5 @@ def test_support_set_matches_runtime_registry(tmp_path):
     # A byte mover runs the cpu kernel, so it is found where the cpu has one.
     expected = {op: op in supported and (op not in BYTE_MOVERS or op in cpu_ops) for op in ops}
     wrong = {op: found[op] for op in ops if found[op] != expected[op]}
-    assert not wrong, (f"npu/support.py disagrees with the runtime for {wrong} (True: the runtime has a "
-                       f"kernel): add the op's rule to npu/lower.py FAMILIES or fix the registry")
+    assert not wrong, (f"npu_lowering/support.py disagrees with the runtime for {wrong} (True: the runtime has a "
+                       f"kernel): add the op's rule to npu_lowering/lower.py FAMILIES or fix the registry")

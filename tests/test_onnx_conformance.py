@@ -6,7 +6,7 @@ onnx's runner: on its input (a ramp in [0, 1)) against the shipped outputs, and 
 input against onnxruntime within 1e-4. The ramp alone missed light_squeezenet's tail bug (issue 16:
 its equal output channels came out an ulp apart, which its softmax of logits near 7e9 amplifies).
 Nothing else is collected. Integer and bool inputs are fed to the runtime as inputs; only what the
-converter needs at convert time (shapes, axes, pads, sizes) is pinned (qnn_build/onnx_backend.py).
+converter needs at convert time (shapes, axes, pads, sizes) is pinned (tests/onnx_backend.py).
 A case whose converted graph has no node left (convert folded it to constants, so the runtime
 computed nothing) is not a pass: it is skipped with that reason. A case that uses a dtype or
 attribute we do not support must fail with our clear "unsupported" error; those are listed below
@@ -26,7 +26,7 @@ import pytest
 from onnx.backend.test.loader import load_model_tests
 
 from qnn_build.errors import QnnBuildError
-from qnn_build.onnx_backend import QnnbBackend
+from onnx_backend import QnnbBackend
 
 # The ops of the cpu backend's promise (issue: core compiler and cpu runtime).
 LISTED_OPS = {

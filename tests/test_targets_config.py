@@ -6,7 +6,7 @@ import struct
 import pytest
 from cli_util import one_error_line, qnn_build
 
-from qnn_build.targets import (
+from qnn_build.toolchain.targets import (
     all_targets,
     binary_kind,
     binary_target,

@@ -22,7 +22,7 @@ from targets_util import (
 from qnn_build.errors import QnnBuildError
 from qnn_build.runtime.binding import Model
 from qnn_build.runtime.context import build_context
-from qnn_build.targets import get_target, host_target
+from qnn_build.toolchain.targets import get_target, host_target
 
 
 @pytest.fixture(scope="module")

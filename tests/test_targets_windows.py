@@ -15,8 +15,7 @@ from targets_util import (
     zoo_model,
 )
 
-from qnn_build.targets import get_target
-from qnn_build.toolchain import build_runtime
+from qnn_build.toolchain import build_runtime, get_target
 
 pefile = pytest.importorskip("pefile")
 

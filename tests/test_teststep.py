@@ -13,9 +13,9 @@ import pytest
 from cli_util import one_error_line, qnn_build
 from onnx import TensorProto, helper
 
-from qnn_build.release import pack
+from qnn_build.report.release import pack
 from qnn_build.report import metrics
-from qnn_build.report.data import write_npz
+from qnn_build.data.npz import save_npz
 
 # -- metrics ---------------------------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ def test_pack_is_deterministic_and_carries_no_time_owner_or_name():
 
 
 def test_release_refuses_a_failed_test(built, tmp_path):
-    write_npz(tmp_path / "dummy.npz", {"a": np.zeros(1)})
+    save_npz(tmp_path / "dummy.npz", {"a": np.zeros(1)})
     (tmp_path / "failed.json").write_text(json.dumps({"passed": False}))
     (tmp_path / "tools.json").write_text("{}")
     config = {"zoo": "z", "zoo_version": "1", "tool_versions": str(tmp_path / "tools.json"),
@@ -191,7 +191,7 @@ ENTRY_MODULES = {
     "runtime": ["qnn_build.cli", "qnn_build.toolchain"],
     "reference": ["qnn_build.cli", "qnn_build.report.reference"],
     "test": ["qnn_build.cli", "qnn_build.report.testrun", "qnn_build.runtime.binding"],
-    "release": ["qnn_build.cli", "qnn_build.release"],
+    "release": ["qnn_build.cli", "qnn_build.report.release"],
 }
 
 

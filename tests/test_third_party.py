@@ -26,7 +26,7 @@ import onnxruntime as ort
 import pytest
 
 from qnn_build.ir.reference import run_float64
-from qnn_build.onnx_backend import QnnbBackend
+from onnx_backend import QnnbBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE = Path(os.environ.get("QNNB_THIRD_PARTY_DIR", ROOT / "out" / "third-party"))

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..errors import QnnBuildError
-from ..npzio import NpzRows, save_npz
+from ..data.npz import NpzRows, save_npz
 
 HIST_BINS = 2048
 
@@ -88,7 +88,7 @@ def iter_samples(source, inputs) -> tuple[int, Callable[[], Iterator[dict[str, n
                        for info, s in zip(inputs, streams)}
         return count, stream
 
-    from ..runtime.netrun import parse_input_list, read_raw
+    from ..data.input_list import parse_input_list, read_raw
     runs = parse_input_list(path, inputs)
 
     def stream_list():

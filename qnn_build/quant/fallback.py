@@ -1,6 +1,6 @@
 """`--float-fallback`: nodes the npu has no integer kernel for are kept in fp16.
 
-After quantization, every node whose op is not in npu.support.npu_integer_ops() and that touches an
+After quantization, every node whose op is not in npu_lowering.support.npu_integer_ops() and that touches an
 integer-encoded activation is kept in fp16 (docs/quantization.md "Float fallback", docs/npu.md
 (N40)-(N42)):
 - its float activations get the fp16 encoding; its float constants are stored as float16 (from
@@ -15,7 +15,7 @@ integer-encoded activation is kept in fp16 (docs/quantization.md "Float fallback
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..npu.support import npu_integer_ops
+from ..npu_lowering.support import npu_integer_ops
 from .encoding import fp16_encoding
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import QnnBuildError
-from .data import open_npz, sample, sample_count, write_npz
+from ..data.npz import open_npz, sample, sample_count, save_npz
 
 _ORT_DTYPES = {
     "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
@@ -45,7 +45,7 @@ def run_reference(source, data_path, output, input_dims=None, input_values=None,
         for name, value in zip(output_names, values):
             results[name].append(np.asarray(value, dtype=np.float32))
     arrays = {name: np.stack(values) for name, values in results.items()}
-    write_npz(output, arrays)
+    save_npz(output, arrays, compressed=False)
     return {"samples": count, "outputs": {name: list(a.shape[1:]) for name, a in arrays.items()}}
 
 

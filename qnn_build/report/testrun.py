@@ -18,7 +18,7 @@ import numpy as np
 from ..atomic import write_text
 from ..errors import QnnBuildError
 from . import metrics
-from .data import open_npz, sample, sample_count
+from ..data.npz import open_npz, sample, sample_count
 
 FORMAT_VERSION = 1
 

@@ -1,5 +1,5 @@
-"""Running model libraries from Python: the ctypes binding to the runtime's C API, and the
-qnn-net-run file formats (input lists, raw tensors, Result_N outputs, profile.json).
+"""Running model libraries from Python: the ctypes binding to the runtime's C API (compose, finalize,
+execute, serialize and load context binaries). The qnn-net-run file formats are in qnn_build/data.
 
     import qnn_build.runtime as rt
     model = rt.load("out/digits_cnn/fp32/libmodel.so", backend="cpu")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from onnx import helper
 
+from ..data.input_list import IOInfo
 from ..errors import QnnBuildError, RuntimeFailure
 
 QNNB_MAX_RANK = 8
@@ -18,13 +19,6 @@ QNNB_MAX_RANK = 8
 # arrays already hold: copying that little costs less than asking numpy for an array's address.
 _STAGED_BYTES = 1 << 14
 _COMPOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-
-
-@dataclass(frozen=True)
-class IOInfo:
-    name: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,7 @@ class Model:
         path = Path(model_lib)
         if not path.is_file():
             raise QnnBuildError(f"{model_lib}: model library not found")
-        from ..targets import check_binary_for, host_target
+        from ..toolchain.targets import check_binary_for, host_target
         check_binary_for(path, host_target())  # built for another machine: say which, not dlopen's words
         try:
             self._lib = ctypes.CDLL(str(path.resolve()))  # kept: constants point into it

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..atomic import write_bytes, write_text
-from ..targets import get_target
+from ..toolchain import get_target
 from .binding import Model
 
 

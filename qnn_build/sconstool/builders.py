@@ -79,7 +79,7 @@ def _with_stamp(step: str):
 def _runtime_emitter(target, source, env):
     """The host: libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h, qnn-net-run. A cross target
     ($QNNB_TARGET): its runtime library, runner, runtime.key, include/qnnb.h."""
-    from ..targets import get_target
+    from ..toolchain import get_target
     from ..toolchain import openblas, runner_sources, runtime_headers, runtime_sources
 
     folder = target[0]
@@ -98,7 +98,7 @@ def _runtime_emitter(target, source, env):
 def _cross(env):
     """`--target T` for a step built for a target other than the host; nothing on the host (so host
     command lines, and their signatures, are what they always were)."""
-    from ..targets import get_target
+    from ..toolchain import get_target
     name = env.subst("$QNNB_TARGET")
     return [] if get_target(name).is_host else ["--target", name]
 

@@ -7,10 +7,10 @@ one that describes it:
 
     out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy,
                                        OpenBLAS's environment (OPENBLAS_*: its kernels' rounding; so test)
-    out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain.py and qnnb.h, the C++ compiler
+    out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain/ and qnnb.h, the C++ compiler
     out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy
                                        (the runtime library is a source of the step)
-    out/tool-versions/runtime.json     sha256 of toolchain.py, the compiler, what -march=native means here
+    out/tool-versions/runtime.json     sha256 of toolchain/, the compiler, what -march=native means here
                                        (the C++ sources themselves are sources of the runtime step)
     out/tool-versions/reference.json   sha256 of the reference code, onnx, onnxruntime, numpy
     out/tool-versions/test.json        sha256 of the test code and the ctypes binding, numpy
@@ -36,17 +36,17 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # The package's files each step runs, relative to the package (a folder: every *.py below it).
 # convert: everything but what it never imports, so a new converter module is covered by default.
 COMMON = ["__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"]
-NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "release.py", "onnx_backend.py", "toolchain.py",
-                 "targets.py")
+NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "toolchain")
 SOURCES = {
     "convert": None,
-    "model-lib": COMMON + ["toolchain.py", "targets.py", "runtime/include/qnnb.h"],
-    "context-binary": COMMON + ["targets.py", "runtime/__init__.py", "runtime/binding.py", "runtime/context.py"],
-    "runtime": COMMON + ["toolchain.py", "targets.py"],
-    "reference": COMMON + ["report/__init__.py", "report/data.py", "report/reference.py"],
-    "test": COMMON + ["report/__init__.py", "report/data.py", "report/metrics.py", "report/testrun.py",
-                      "runtime/__init__.py", "runtime/binding.py", "targets.py"],
-    "release": COMMON + ["release.py", "report/__init__.py", "report/manifest.py"],
+    "model-lib": COMMON + ["toolchain", "spec", "runtime/include/qnnb.h"],
+    "context-binary": COMMON + ["toolchain", "spec", "data", "runtime/__init__.py", "runtime/binding.py",
+                                "runtime/context.py"],
+    "runtime": COMMON + ["toolchain", "spec"],
+    "reference": COMMON + ["data", "report/__init__.py", "report/reference.py"],
+    "test": COMMON + ["toolchain", "spec", "data", "report/__init__.py", "report/metrics.py", "report/testrun.py",
+                      "runtime/__init__.py", "runtime/binding.py"],
+    "release": COMMON + ["report/__init__.py", "report/release.py", "report/manifest.py"],
 }
 PACKAGES = {
     "convert": ["onnx", "numpy"],

@@ -5,7 +5,7 @@ import onnx
 import pytest
 from test_third_party import CASES, fetch
 
-from qnn_build.onnx_backend import QnnbBackend
+from onnx_backend import QnnbBackend
 from qnn_build.runtime.binding import load_context
 
 from .test_context_binary import same_bytes

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from qnn_build.convert import build_graph, write_artifacts
-from qnn_build.npu.lower import add_npu_params
+from qnn_build.npu_lowering.lower import add_npu_params
 from qnn_build.quant import QuantOptions, Stats, quantize_graph
 from qnn_build.quant.calibrate import TensorStats
 from qnn_build.quant.precision import PRECISIONS

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from qnn_build.npu.lower import RULES
+from qnn_build.npu_lowering.lower import RULES
 from qnn_build.quant.encoding import quantize, symmetric_encoding
 
 from . import golden

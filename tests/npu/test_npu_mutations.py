@@ -3,7 +3,7 @@ equals the golden model, then changes one convert-time parameter the way a bug i
 and checks that the npu's integers now differ from the golden model's, which derives every parameter
 from the encodings itself (tests/npu/golden.py).
 
-The same kind of mutation made in the lowering's source (qnn_build/npu/*.py, one at a time, on a
+The same kind of mutation made in the lowering's source (qnn_build/npu_lowering/*.py, one at a time, on a
 scratch copy of the tree), and how many of the golden tests run on it failed (`python -m pytest -q
 -n 2 FILE -k K`; every failure is the npu differing from the golden model):
   Add/Sub operand scales swapped              test_npu_golden.py -k "Add or Sub"   12 of 12 failed

@@ -17,7 +17,7 @@ import pytest
 from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model
 from qnn_build.spec import load_spec
-from qnn_build.targets import get_target
+from qnn_build.toolchain import get_target
 from qnn_build.toolchain import build_model_lib, build_runtime, runtime_flags
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 from qnn_build.ir.reference import run_float64
-from qnn_build.onnx_backend import run_onnx
+from onnx_backend import run_onnx
 
 
 @dataclass

@@ -76,7 +76,7 @@ THREAD_CASES = [
 @pytest.mark.parametrize("case", THREAD_CASES, ids=str)
 def test_threads_agree(case):
     """Work split over threads gives the same bits as one thread."""
-    from qnn_build.onnx_backend import run_onnx
+    from onnx_backend import run_onnx
     from .opcase import make_model
     model = make_model(case)
     one = run_onnx(model, case.inputs, threads=1)["y0"]

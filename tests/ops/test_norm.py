@@ -76,7 +76,7 @@ def test_norm(case):
 
 def test_lrn_even_size():
     """onnxruntime refuses even sizes; the ONNX spec's window is [c - floor((size-1)/2), c + ceil((size-1)/2)]."""
-    from qnn_build.onnx_backend import run_onnx
+    from onnx_backend import run_onnx
     from .opcase import make_model
     x = r(2, 6, 3, 3)
     size, alpha, beta, bias = 4, 0.5, 0.8, 1.5
@@ -91,7 +91,7 @@ def test_lrn_even_size():
 
 def test_batchnorm_training_refused():
     from qnn_build.errors import ConvertError
-    from qnn_build.onnx_backend import run_onnx
+    from onnx_backend import run_onnx
     from .opcase import make_model
     case = OpCase("BatchNormalization", {"x": r(2, 3, 4)},
                   consts={"g": r(3), "b": r(3), "m": r(3), "v": pos(3)}, attrs={"training_mode": 1}, n_outputs=3, opset=15)

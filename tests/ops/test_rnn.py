@@ -4,7 +4,7 @@ import onnxruntime as ort
 import pytest
 
 from qnn_build.errors import ConvertError
-from qnn_build.onnx_backend import run_onnx
+from onnx_backend import run_onnx
 
 from .opcase import OpCase, check_op, make_model
 

@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
-from qnn_build.onnx_backend import run_onnx
+from onnx_backend import run_onnx
 
 from .opcase import OpCase, check_op, make_model
 

@@ -23,9 +23,9 @@ import json
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from .atomic import write_bytes
-from .errors import QnnBuildError
-from .report.manifest import build_manifest, dumps, sha256, test_summary
+from ..atomic import write_bytes
+from ..errors import QnnBuildError
+from .manifest import build_manifest, dumps, sha256, test_summary
 
 EXECUTABLE_SUFFIXES = (".so", ".dll", ".dylib", ".exe", "/qnn-net-run")
 

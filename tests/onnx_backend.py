@@ -1,7 +1,8 @@
 """An `onnx.backend.base.Backend` over the real pipeline: convert -> model-lib -> cpu runtime.
 
-Used by the conformance tests (onnx's BackendTest) and by any test that wants "run this ONNX model
-through qnn-build". Each prepared model is converted and compiled in its own temporary directory.
+Used by the conformance tests (onnx's BackendTest), by any test that wants "run this ONNX model
+through qnn-build", and by bench/bench_cpu.py. Each prepared model is converted and compiled in its
+own temporary directory.
 """
 
 import tempfile
@@ -11,9 +12,9 @@ import numpy as np
 import onnx
 import onnx.backend.base as base
 
-from .convert import convert
-from .runtime import load
-from .toolchain import build_model_lib
+from qnn_build.convert import convert
+from qnn_build.runtime import load
+from qnn_build.toolchain import build_model_lib
 
 
 class QnnbRep(base.BackendRep):

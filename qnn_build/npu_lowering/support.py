@@ -1,7 +1,7 @@
 """Which runtime ops the npu runs in integers: the one place Python knows it.
 
 An op runs in integers on the npu when it has a convert-time parameter rule (`RULES` of
-npu/lower.py, one per kernel family), or an integer kernel that needs no parameters (ArgMax/ArgMin of
+npu_lowering/lower.py, one per kernel family), or an integer kernel that needs no parameters (ArgMax/ArgMin of
 integer codes, (N26)), or when it only moves bytes (its output keeps the input's encoding: the npu
 runs the cpu kernel on the stored integers, `kByteMovers` in runtime/npu/registry.cpp), or when it is
 a domain boundary that --float-fallback inserts (Quantize/Dequantize, docs/npu.md (N40)-(N41)).
@@ -14,7 +14,7 @@ graphs on the npu.
 BYTE_MOVERS = frozenset({"Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile",
                          "DepthToSpace", "SpaceToDepth"})
 
-# npu kernels without convert-time parameters (no entry in npu/lower.py RULES).
+# npu kernels without convert-time parameters (no entry in npu_lowering/lower.py RULES).
 PARAMLESS_KERNELS = frozenset({"ArgMax", "ArgMin"})
 
 # Converter-inserted boundaries between the integer and the fp16 domain (runtime/npu/convert_ops.cpp).

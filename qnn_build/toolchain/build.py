@@ -1,5 +1,5 @@
 """Compilers and the three things they build: the runtime library, the native runner and model
-libraries, each for one target (configs/targets/, qnn_build/targets.py; docs/targets.md).
+libraries, each for one target (configs/targets/, targets.py; docs/targets.md).
 
 The runtime (qnn_build/runtime sources) builds once per content and target: objects, the library
 and the runner live in a cache directory keyed by a hash of the sources, the flags and the
@@ -19,10 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import QnnBuildError
+from ..errors import QnnBuildError
 from .targets import Target, get_target
 
-RUNTIME_DIR = Path(__file__).parent / "runtime"
+RUNTIME_DIR = Path(__file__).parents[1] / "runtime"
 INCLUDE_DIR = RUNTIME_DIR / "include"
 RUNTIME_LIB = "libqnnb.so"
 RUNTIME_SUBDIRS = ("core", "cpu", "npu")

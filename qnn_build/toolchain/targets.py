@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import QnnBuildError
+from ..errors import QnnBuildError
+from ..spec.configs import find_configs_dir, load_configs
 
 
 class TargetError(QnnBuildError):
@@ -49,7 +50,6 @@ class Target:
 
 
 def _configs():
-    from .spec.configs import find_configs_dir, load_configs
     return load_configs(find_configs_dir(Path(__file__).parent))
 
 

@@ -1,0 +1,7 @@
+"""The data files the steps read and write besides the model itself: sample sets (.npz, one key per
+input, arr[i] one sample) for calibration, reference and test; qnn-net-run input lists and raw
+tensors. Formats only: nothing here builds or runs a model.
+
+    npz          deterministic .npz writing, row-by-row reading, test data samples
+    input_list   IOInfo, qnn-net-run input lists and raw files
+"""
