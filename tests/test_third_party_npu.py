@@ -1,32 +1,42 @@
-"""The npu on real third-party models at w8a8: its output SQNR against the float model equals the cpu
-backend's quantized simulation within 0.5 dB (the same models as tests/test_third_party.py), and its
-context binary (packed weights and tables carried in the file) gives the library's bytes.
+"""The npu on real third-party models at w8a8: its output SQNR against the float model stays above a
+floor, equals the cpu backend's quantized simulation within 0.5 dB (the same models as
+tests/test_third_party.py), and its context binary (packed weights and tables carried in the file)
+gives the library's bytes.
 
-Calibration is 8 stand-in inputs of the model's kind (tests/test_third_party.py's `image`, or tones
-with noise for the voice-activity model); the SQNR is measured on other inputs of the same kind
-against onnxruntime running the float model.
+Calibration is 8 inputs of the model's kind (tests/test_third_party.py's text-like pages, or tones
+with noise for the voice-activity model); the SQNR is measured on 8 other inputs of the same kind
+against onnxruntime running the float model. The floors sit 1.5 dB under the SQNR measured when
+they were set (MEASURED_DB, both backends within 0.5 dB of it); a change of the default
+quantization moves them: re-measure with `python -m pytest tests/test_third_party_npu.py -s` (the
+test prints what it measured) and update MEASURED_DB with the change.
 """
 
 import numpy as np
 import onnxruntime as ort
 import pytest
-from test_third_party import CASES, fetch, image
+from test_third_party import CASES, fetch, text_page, tones
 
 from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model, load_context
 from qnn_build.toolchain import build_model_lib
 
 
-def tone(rng) -> np.ndarray:
-    return (0.1 * np.sin(np.arange(512) / rng.uniform(3, 12)) + 0.05 * rng.standard_normal(512)).astype(np.float32)[None]
+SAMPLES = 8
+# (model, output) -> SQNR (dB) of the cpu simulation on the SAMPLES test inputs, measured 2026-12-01
+# (npu: det 7.18, rec 10.80, cls 12.16, silero 7.38 and 19.33). Low where the inputs are stand-ins:
+# 8 synthetic pages calibrate PP-OCRv4's detector for other synthetic pages only so well, and the
+# tones hold no speech, so the VAD's output probability stays near 0.002.
+MEASURED_DB = {("ppocr_v4_det", "sigmoid_0.tmp_0"): 7.2, ("ppocr_v4_rec", "softmax_11.tmp_0"): 11.2,
+               ("ppocr_cls", "save_infer_model/scale_0.tmp_1"): 12.2, ("silero_vad", "output"): 7.4,
+               ("silero_vad", "stateN"): 19.3}
+FLOOR_MARGIN_DB = 1.5
 
 
 def data(name, dims, count, seed):
     """`count` feeds for the model's free inputs, stacked as a calibration .npz wants them."""
-    rng = np.random.default_rng(seed)
     if name == "silero_vad":
-        return {"input": np.stack([tone(rng) for _ in range(count)]), "state": np.zeros((count, 2, 1, 128), np.float32)}
-    return {"x": np.stack([image(tuple(dims["x"]), seed + i) for i in range(count)])}
+        return {"input": tones(count, seed), "state": np.zeros((count, 2, 1, 128), np.float32)}
+    return {"x": np.stack([text_page(tuple(dims["x"]), seed + i) for i in range(count)])}
 
 
 def sqnr_db(ref, out) -> float:
@@ -41,8 +51,8 @@ def test_npu_sqnr_equals_the_cpu_simulation(tmp_path, name, requirement, member,
     np.savez(tmp_path / "calibration.npz", **data(name, dims, 8, seed=10))
     convert(path, tmp_path / "w8a8", dims, values, precision="w8a8", calibration=tmp_path / "calibration.npz")
     lib = build_model_lib(tmp_path / "w8a8/model.cpp", tmp_path / "w8a8/model.bin", tmp_path / "libw8a8.so")
-    stacked = data(name, dims, 2, seed=100)
-    feeds = [{k: v[i] for k, v in stacked.items()} for i in range(2)]
+    stacked = data(name, dims, SAMPLES, seed=100)
+    feeds = [{k: v[i] for k, v in stacked.items()} for i in range(SAMPLES)]
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     pinned = {k: np.array(v, np.int64) for k, v in values.items()}
     names = [o.name for o in session.get_outputs()]
@@ -56,4 +66,7 @@ def test_npu_sqnr_equals_the_cpu_simulation(tmp_path, name, requirement, member,
     for out in names:
         expected = [r[out] for r in ref]
         cpu_db, npu_db = sqnr_db(expected, [r[out] for r in on_cpu]), sqnr_db(expected, [r[out] for r in on_npu])
+        print(f"{name} {out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB (set at {MEASURED_DB[name, out]})")
         assert abs(npu_db - cpu_db) <= 0.5, f"{out}: npu {npu_db:.2f} dB, cpu simulation {cpu_db:.2f} dB"
+        floor = MEASURED_DB[name, out] - FLOOR_MARGIN_DB
+        assert min(cpu_db, npu_db) > floor, f"{out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB, floor {floor:.2f}"
