@@ -4,8 +4,10 @@ from a runtime compiled at -O0.
 
 How close: each op of the two backends agrees within 1 LSB (tests/npu/test_npu_*.py). Over a whole
 model, an intermediate that rounds the other way by 1 LSB is carried on by the ops after it, scaled
-by their gain in LSB units: with 8-bit outputs that stays within 1 LSB on every shipped model; with
-16-bit outputs (an LSB 256 times finer) it reaches up to 4 LSB (of 65536), so the bound there is 8."""
+by their gain in LSB units. The bounds below are the largest differences over every test sample of
+every shipped model (docs/npu.md, "Whole models"): 3 LSB with 8-bit outputs (unet_tiny at w8a8 and
+w4a8; most models stay within 1-2), 10 LSB (of 65536) with 16-bit outputs (digits_lstm at w8a16).
+Measured on the first 8 samples only they were 1 and 5: the comparison runs on all of them."""
 
 import json
 import os
@@ -23,7 +25,8 @@ from qnn_build.toolchain import build_model_lib, build_runtime, runtime_flags
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "models").glob("*.yaml"))
 PRECISIONS = ["w8a8", "w8a16", "w16a16", "w4a8", "w4a16"]
-SAMPLES = 8
+SAMPLES = 8          # for the byte comparisons (threads, -O0, reference loops)
+MAX_LSB = {8: 3, 16: 10}  # npu against the cpu simulation, over all test samples
 
 
 def zoo_cases():
@@ -45,8 +48,9 @@ def build(spec_path: Path, precision: str, out: Path):
             calibration=spec.calibration)
     lib = build_model_lib(out / "model.cpp", out / "model.bin", out / f"lib{spec.name}_{precision}.so")
     data = np.load(spec.test["data"])
+    count = len(data[next(name for name in dims if name not in values)])
     feeds = [{name: data[name][i].reshape(dims[name]) for name in dims if name not in values}
-             for i in range(SAMPLES)]
+             for i in range(count)]
     return lib, feeds, json.loads((out / "model.json").read_text())["outputs"]
 
 
@@ -56,20 +60,22 @@ def run(lib, feeds, backend="npu", **kwargs):
 
 
 @pytest.mark.parametrize("spec_path, precision", zoo_cases())
-def test_npu_matches_cpu_within_one_lsb_and_its_own_bytes_everywhere(tmp_path, spec_path, precision, runtime_o0,
-                                                                     monkeypatch):
-    lib, feeds, outputs = build(spec_path, precision, tmp_path)
-    npu = run(lib, feeds)
-    cpu = run(lib, feeds, backend="cpu")
+def test_npu_matches_cpu_within_bound_and_its_own_bytes_everywhere(tmp_path, spec_path, precision, runtime_o0,
+                                                                    monkeypatch):
+    lib, all_feeds, outputs = build(spec_path, precision, tmp_path)
+    npu = run(lib, all_feeds)
+    cpu = run(lib, all_feeds, backend="cpu")
     for out in outputs:
         enc = out["encoding"]
-        bound = 1 if enc["bitwidth"] == 8 else 8
+        bound = MAX_LSB[enc["bitwidth"]]
 
         def q(y, enc=enc):
             return np.round(y / np.float32(enc["scale"])).astype(np.int64) - enc["offset"]
 
         worst = max(np.abs(q(n[out["name"]]) - q(c[out["name"]])).max() for n, c in zip(npu, cpu))
         assert worst <= bound, f"{out['name']}: npu and cpu differ by {worst} LSB"
+
+    feeds = all_feeds[:SAMPLES]
 
     def same(other, how):
         for a, b in zip(npu, other):
