@@ -5,7 +5,7 @@ docs/npu.md (N2), checked here in exact Python integers."""
 
 import subprocess
 
-from qnn_build.toolchain import RUNTIME_DIR, cxx
+from qnn_build.toolchain.build import RUNTIME_DIR, cxx
 
 HERE = __import__("pathlib").Path(__file__).parent
 
