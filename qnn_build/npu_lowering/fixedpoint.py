@@ -1,8 +1,7 @@
-"""The requantization primitive's parameters and reference arithmetic: docs/npu.md (N1)-(N3)."""
+"""The requantization primitive's parameters: docs/npu.md (N1). Its arithmetic, (N2)-(N3), is the
+runtime's (npu/requantize.h); the tests hold it to the equations in exact integers."""
 
 import math
-
-import numpy as np
 
 from ..errors import QnnBuildError
 
@@ -23,19 +22,3 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
         e += 1
     return mult, -e
 
-
-def requantize(acc, mult: int, shift: int):
-    """(N2) on Python ints or int64 arrays (object arithmetic: exact, no overflow)."""
-    t = 31 + shift
-    a = np.asarray(acc, dtype=object)
-    prod = a * int(mult)
-    if t <= 0:
-        out = prod * (1 << -t)
-    else:
-        out = (prod + (1 << (t - 1))) >> t
-    return np.asarray(out, dtype=np.int64)
-
-
-def requantize_clamped(acc, mult: int, shift: int, zp: int, bits: int):
-    """(N3)."""
-    return np.clip(requantize(acc, mult, shift) + zp, 0, (1 << bits) - 1).astype(np.int64)
