@@ -116,9 +116,9 @@ struct Node {
     size_t scratch_bytes = 0;
     void* scratch = nullptr;
     // An activation fused into this node at finalize (core/fuse.cpp), applied after `run`.
-    enum { kFusedNone = 0, kFusedRelu = 1, kFusedClip = 2 };
+    enum { kFusedNone = 0, kFusedRelu, kFusedClip, kFusedSigmoid, kFusedHardSigmoid, kFusedHardSwish, kFusedSilu };
     int fused = kFusedNone;
-    float fused_lo = 0.f, fused_hi = 0.f;
+    float fused_lo = 0.f, fused_hi = 0.f;  // Clip: its range; HardSigmoid: alpha, beta
 
     Tensor* input(size_t i) const { return i < in.size() ? in[i] : nullptr; }
     Tensor* output(size_t i) const { return i < out.size() ? out[i] : nullptr; }

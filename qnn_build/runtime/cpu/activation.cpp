@@ -1,6 +1,7 @@
 // Unary float32 ops: y[i] = f(x[i]), parameters read once at prepare.
 #include <cmath>
 
+#include "../core/fastmath.h"
 #include "../core/parallel.h"
 
 namespace qnnb {
@@ -55,13 +56,11 @@ void run_unary(Node& n, const ExecContext& ctx, F f) {
         run_unary(n, ctx, [](float x, const UnaryParams& p) { (void)p; return EXPR; });    \
     }
 
-inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-
 UNARY_KERNEL(relu, x > 0.f ? x : 0.f)
 UNARY_KERNEL(leaky_relu, x < 0.f ? p.alpha * x : x)
 UNARY_KERNEL(elu, x < 0.f ? p.alpha * (std::exp(x) - 1.f) : x)
 UNARY_KERNEL(clip, x < p.alpha ? p.alpha : (x > p.beta ? p.beta : x))
-UNARY_KERNEL(sigmoid, sigmoid(x))
+UNARY_KERNEL(sigmoid, sigmoid_approx(x))  // vectorises; fused ones alike (core/fuse.cpp)
 UNARY_KERNEL(hard_sigmoid, std::fmax(0.f, std::fmin(1.f, p.alpha * x + p.beta)))
 UNARY_KERNEL(hard_swish, x * std::fmax(0.f, std::fmin(1.f, x / 6.f + 0.5f)))
 UNARY_KERNEL(tanh, std::tanh(x))

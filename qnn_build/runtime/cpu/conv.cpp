@@ -13,6 +13,7 @@
 
 #include "../core/gemm.h"
 #include "../core/parallel.h"
+#include "../core/simd.h"
 #include "../core/window.h"
 
 namespace qnnb {
@@ -250,34 +251,47 @@ void run_gemm(Node& n, const ExecContext& ctx) {
 
 // ---- depthwise path ----------------------------------------------------------------------------
 
-// y[o] = bias + sum over taps t of w[t] * src[t][o], o in [0, n). TAPS fixed: the taps unroll and
-// the columns vectorise (vector_columns).
-template <int TAPS>
-void depthwise_row(const float* const* src_in, const float* w_in, float bias, int64_t n, float* __restrict y) {
-    const float* src[TAPS];
-    float w[TAPS];
-    for (int t = 0; t < TAPS; ++t) {
-        src[t] = src_in[t];
-        w[t] = w_in[t];
-    }
-    auto columns = [&](int64_t a, int64_t e) {
-#pragma GCC ivdep
-        for (int64_t o = a; o < e; ++o) {
+// y[o] = bias + sum over taps t, in order, of w[t] * src[t][o], o in [0, n). Columns go in blocks
+// of four vectors whose accumulators stay in registers while every tap adds into them (each input
+// element loaded once per tap, y stored once); a ragged end recomputes the last full block or
+// vector with the same arithmetic (vector_columns' rule), and a row under one vector goes column
+// by column.
+void depthwise_row(const float* const* src, const float* w, int64_t taps, float bias, int64_t n, float* __restrict y) {
+    constexpr int64_t kBlock = 4 * kF32Lanes;
+    auto block = [&](int64_t o) {
+        f32x16 a0 = splat16(bias), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t t = 0; t < taps; ++t) {
+            const float* s = src[t] + o;
+            const f32x16 wt = splat16(w[t]);
+            a0 += wt * load16(s);
+            a1 += wt * load16(s + kF32Lanes);
+            a2 += wt * load16(s + 2 * kF32Lanes);
+            a3 += wt * load16(s + 3 * kF32Lanes);
+        }
+        store16(y + o, a0);
+        store16(y + o + kF32Lanes, a1);
+        store16(y + o + 2 * kF32Lanes, a2);
+        store16(y + o + 3 * kF32Lanes, a3);
+    };
+    auto vector = [&](int64_t o) {
+        f32x16 a = splat16(bias);
+        for (int64_t t = 0; t < taps; ++t) a += splat16(w[t]) * load16(src[t] + o);
+        store16(y + o, a);
+    };
+    if (n >= kBlock) {
+        int64_t o = 0;
+        for (; o + kBlock <= n; o += kBlock) block(o);
+        if (o < n) block(n - kBlock);
+    } else if (n >= kF32Lanes) {
+        int64_t o = 0;
+        for (; o + kF32Lanes <= n; o += kF32Lanes) vector(o);
+        if (o < n) vector(n - kF32Lanes);
+    } else {
+        for (int64_t o = 0; o < n; ++o) {
             float acc = bias;
-            for (int t = 0; t < TAPS; ++t) acc += w[t] * src[t][o];
+            for (int64_t t = 0; t < taps; ++t) acc += w[t] * src[t][o];
             y[o] = acc;
         }
-    };
-    vector_columns(n, columns);
-}
-
-// Any number of taps: the same sums, one tap at a time.
-void depthwise_row_any(const float* const* src, const float* w, int64_t taps, float bias, int64_t n, float* y) {
-    std::fill(y, y + n, bias);
-    for (int64_t t = 0; t < taps; ++t) {
-        const float* s = src[t];
-        const float wt = w[t];
-        for (int64_t o = 0; o < n; ++o) y[o] += wt * s[o];
     }
 }
 
@@ -315,13 +329,7 @@ void run_depthwise(Node& n, const ExecContext& ctx) {
                 const int64_t m = (bc % g.in_ch) * multiplier + j;
                 const float* wm = w + m * taps;
                 const float bm = bias ? bias[m] : 0.f;
-                switch (taps) {
-                    case 3: depthwise_row<3>(src, wm, bm, wide_n, wide); break;
-                    case 5: depthwise_row<5>(src, wm, bm, wide_n, wide); break;
-                    case 9: depthwise_row<9>(src, wm, bm, wide_n, wide); break;
-                    case 25: depthwise_row<25>(src, wm, bm, wide_n, wide); break;
-                    default: depthwise_row_any(src, wm, taps, bm, wide_n, wide); break;
-                }
+                depthwise_row(src, wm, taps, bm, wide_n, wide);
                 float* ym = y + ((bc / g.in_ch) * g.out_ch + m) * oh_n * ow_n;
                 for (int64_t oh = 0; oh < oh_n; ++oh) std::memcpy(ym + oh * ow_n, wide + oh * p.qw, sizeof(float) * ow_n);
             }

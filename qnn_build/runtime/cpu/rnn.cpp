@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../core/fastmath.h"
 #include "../core/gemm.h"
 #include "../core/parallel.h"
 
@@ -24,41 +25,6 @@ struct Activation {
     int kind = kTanh;
     float alpha = 0.f, beta = 0.f;
 };
-
-// exp(x) without branches or libm calls, so it vectorises (libm's expf does not without fast-math).
-// Cephes polynomial on a range-reduced argument; about 2 ulp. Inputs are clamped to [-87, 88].
-inline float exp_approx(float x) {
-    x = x < -87.f ? -87.f : (x > 88.f ? 88.f : x);
-    const float n = (x * 1.44269504089f + 12582912.f) - 12582912.f;  // round to nearest integer
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.f;
-    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof(scale));
-    return p * scale;
-}
-
-// tanh: an odd polynomial near 0 (Cephes tanhf, exact to ~1 ulp), 1 - 2/(e^2x + 1) elsewhere.
-inline float tanh_approx(float x) {
-    const float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    const float small = p * z * x + x;
-    const float large = 1.f - 2.f / (exp_approx(2.f * x) + 1.f);
-    return z < 0.390625f ? small : large;  // |x| < 0.625
-}
-
-inline float sigmoid_approx(float x) { return 1.f / (1.f + exp_approx(-x)); }
 
 void activate(const Activation& act, float* v, int64_t n) {
     const float a = act.alpha, b = act.beta;
