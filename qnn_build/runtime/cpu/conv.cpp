@@ -5,7 +5,8 @@
 //  - shifted (1D/2D, enough channels per group): each kernel tap is one sgemm over the padded,
 //    stride-split input shifted by that tap, accumulated into "wide" output rows (phase width)
 //    whose valid columns are then copied out: no im2col at all;
-//  - im2col (everything else): columns for a bounded block of output positions, one sgemm each.
+//  - im2col (everything else): columns for a bounded block of output positions, one sgemm each;
+//  - batched (a few positions per image, several images): every image's im2col columns, one sgemm.
 // Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D.
 #include <algorithm>
 #include <cstring>
@@ -80,11 +81,13 @@ void fill_channel(const ConvGeometry& g, const Phases& p, const float* xc, float
         }
 }
 
-enum class ConvPath { Depthwise, Pointwise, Shifted, Im2col };
+enum class ConvPath { Depthwise, Pointwise, Shifted, Im2col, Batched };
 
 constexpr int64_t kIm2colBudget = 1 << 18;   // floats of im2col columns per block (1 MB)
 constexpr int64_t kPointwiseBlock = 4096;    // bias is added while the block is hot in cache
 constexpr int64_t kShiftedMinChannels = 16;  // below this each tap's sgemm is too thin
+constexpr int64_t kDepthwiseMaxTaps = 49;     // a single-channel conv with more taps takes a GEMM path
+constexpr int64_t kFewPositions = 16;         // per image, below which a batch goes in one product
 
 // A run of output columns [a, e) of one output row inside an im2col block: d0/h0 are the input
 // depth/row of that output row's window origin, col the block column where the run starts.
@@ -101,6 +104,7 @@ struct ConvState {
     // In the node's scratch: shifted: one batch item's phases [phase][channel] and the block's wide
     // output rows; im2col: the block's columns.
     size_t phases_at = 0, block_at = 0;
+    size_t product_at = 0;           // batched: the product of every image's columns, [channel][image][position]
     std::vector<float> rows;         // depthwise: each worker's wide output rows and channel phases
     std::vector<Segment> segments;   // im2col: the current block's row runs
     std::vector<int64_t> w_lo, w_hi; // im2col: per kernel column kw, the valid output columns
@@ -249,6 +253,39 @@ void run_gemm(Node& n, const ExecContext& ctx) {
         }
 }
 
+// A few output positions per image and several images (silero's sequence form: 8 frames of 1-4
+// positions): one product over every image's im2col columns instead of one thin product per image,
+// then each image's rows copied out with the bias (the same sums: the GEMM is position-invariant).
+void run_batched(Node& n, const ExecContext& ctx) {
+    ConvState& s = n.state_as<ConvState>();
+    const ConvGeometry& g = s.g;
+    const float* x = n.in[0]->in<float>();
+    const float* w = n.in[1]->in<float>();
+    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
+    float* y = n.out[0]->out<float>();
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), kg = cg * g.taps();
+    const int64_t positions = g.out_plane(), in_plane = g.in_plane(), cols = g.batch * positions;
+    float* col = scratch_at<float>(n, s.block_at);
+    float* product = scratch_at<float>(n, s.product_at);
+    block_segments(g, 0, positions, s.segments);
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+        for (int64_t b = 0; b < g.batch; ++b) {
+            const float* xg = x + (b * g.in_ch + grp * cg) * in_plane;
+            parallel_for(ctx, cg, [&](int64_t c) {
+                im2col_channel(s, xg + c * in_plane, col + c * g.taps() * cols + b * positions, cols);
+            });
+        }
+        sgemm(false, false, mg, cols, kg, 1.f, w + grp * mg * kg, kg, col, cols, 0.f, product, cols);
+        for (int64_t b = 0; b < g.batch; ++b)
+            for (int64_t m = 0; m < mg; ++m) {
+                const float* src = product + m * cols + b * positions;
+                float* dst = y + (b * g.out_ch + grp * mg + m) * positions;
+                const float add = bias ? bias[grp * mg + m] : 0.f;
+                for (int64_t j = 0; j < positions; ++j) dst[j] = bias ? src[j] + add : src[j];
+            }
+    }
+}
+
 // ---- depthwise path ----------------------------------------------------------------------------
 
 // y[o] = bias + sum over taps t, in order, of w[t] * src[t][o], o in [0, n). Columns go in blocks
@@ -346,7 +383,13 @@ ConvPath choose_path(const ConvGeometry& g) {
         unit_stride = unit_stride && g.stride[d] == 1;
         no_pad = no_pad && g.pad_lo[d] == 0 && g.pad_hi[d] == 0;
     }
-    if (planar && g.in_per_group() == 1 && g.group == g.in_ch) return ConvPath::Depthwise;
+    // One input channel with a long kernel (silero's STFT: 256 taps, 258 outputs) is a product
+    // with many rows: the GEMM paths, not one long scalar row per output channel.
+    const bool long_single = g.group == 1 && g.taps() > kDepthwiseMaxTaps;
+    const int64_t batch_columns = g.in_per_group() * g.taps() * g.batch * g.out_plane();
+    if (g.batch > 1 && g.group == 1 && g.out_plane() < kFewPositions && batch_columns <= kIm2colBudget)
+        return ConvPath::Batched;
+    if (planar && g.in_per_group() == 1 && g.group == g.in_ch && !long_single) return ConvPath::Depthwise;
     if (g.taps() == 1 && unit_stride && no_pad) return ConvPath::Pointwise;
     // Wide rows waste (phase width - output width) columns: fine unless the image is very narrow.
     const int64_t phase_w = (g.in[2] + g.pad_lo[2] + g.pad_hi[2] + g.stride[2] - 1) / g.stride[2];
@@ -402,10 +445,13 @@ bool prepare_conv(Node& n, std::string& err) {
         }
     } else if (s.path == ConvPath::Pointwise) {
         s.block = std::min(positions, kPointwiseBlock);
-    } else if (s.path == ConvPath::Im2col) {
+    } else if (s.path == ConvPath::Im2col || s.path == ConvPath::Batched) {
         const int64_t rows = g.in_per_group() * g.taps();
-        s.block = std::min(positions, std::max<int64_t>(64, kIm2colBudget / rows));
-        s.block_at = take_scratch(n, static_cast<size_t>(rows * s.block) * sizeof(float));
+        const bool batched = s.path == ConvPath::Batched;
+        s.block = batched ? positions : std::min(positions, std::max<int64_t>(64, kIm2colBudget / rows));
+        const int64_t cols = batched ? g.batch * positions : s.block;
+        s.block_at = take_scratch(n, static_cast<size_t>(rows * cols) * sizeof(float));
+        if (batched) s.product_at = take_scratch(n, static_cast<size_t>(g.out_per_group() * cols) * sizeof(float));
         s.segments.reserve(s.block / g.out[2] + 2);
         s.w_lo.resize(g.k[2]);
         s.w_hi.resize(g.k[2]);
@@ -419,6 +465,7 @@ void run_conv(Node& n, const ExecContext& ctx) {
     switch (n.state_as<ConvState>().path) {
         case ConvPath::Depthwise: run_depthwise(n, ctx); break;
         case ConvPath::Shifted: run_shifted(n, ctx); break;
+        case ConvPath::Batched: run_batched(n, ctx); break;
         default: run_gemm(n, ctx); break;
     }
 }
