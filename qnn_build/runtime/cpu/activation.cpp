@@ -64,10 +64,10 @@ UNARY_KERNEL(sigmoid, sigmoid_approx(x))  // vectorises; fused ones alike (core/
 UNARY_KERNEL(hard_sigmoid, std::fmax(0.f, std::fmin(1.f, p.alpha * x + p.beta)))
 UNARY_KERNEL(hard_swish, x * std::fmax(0.f, std::fmin(1.f, x / 6.f + 0.5f)))
 UNARY_KERNEL(tanh, std::tanh(x))
-UNARY_KERNEL(erf, std::erf(x))
+UNARY_KERNEL(erf, erf_approx(x))
 UNARY_KERNEL(gelu, p.alpha == 0.f
-                       ? 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f))
-                       : 0.5f * x * (1.f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))))
+                       ? 0.5f * x * (1.f + erf_approx(x * 0.70710678118654752f))
+                       : 0.5f * x * (1.f + tanh_approx(0.79788456080286536f * (x + 0.044715f * x * x * x))))
 UNARY_KERNEL(softplus, x > 20.f ? x : std::log1p(std::exp(x)))
 UNARY_KERNEL(sqrt, std::sqrt(x))
 UNARY_KERNEL(exp, std::exp(x))
