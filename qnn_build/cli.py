@@ -78,10 +78,11 @@ def _quant_options(args):
                         weight_rounding=args.weight_rounding)
 
 
-_QUANT_DEFAULTS = {"precision": "fp32", "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
+_QUANT_DEFAULTS = {"precision": None, "act_range": "minmax", "weight_range": "minmax", "percentile": 99.99,
                    "per_tensor": False, "block_size": None, "cle": False, "bias_correction": False,
                    "weight_rounding": "nearest", "recurrent_bits": 16, "calibration": None, "calibration_stats": None,
-                   "quantization_overrides": None, "float_fallback": False}
+                   "quantization_overrides": None, "float_fallback": False,
+                   "ignore_encodings": False}
 
 
 def cmd_convert(args) -> None:
@@ -98,7 +99,8 @@ def cmd_convert(args) -> None:
     desc = convert(args.source, args.output_dir, dims, values, args.out_nodes or None, precision=args.precision,
                    calibration=args.calibration, calibration_stats=args.calibration_stats,
                    options=_quant_options(args), cle=bool(args.cle), overrides=args.quantization_overrides,
-                   float_fallback=bool(args.float_fallback), qdq=bool(args.qdq))
+                   float_fallback=bool(args.float_fallback), qdq=bool(args.qdq),
+                   ignore_encodings=bool(args.ignore_encodings))
     if "float_fallback" in desc:  # --float-fallback: which nodes stay in fp16
         from .quant.fallback import describe
         _say(args, describe(desc["float_fallback"]))
@@ -303,7 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write model.qdq.onnx: the converted graph with QuantizeLinear/DequantizeLinear at "
                         "its encodings (what the htp backend reads; docs/formats.md)")
     q = c.add_argument_group("quantization (docs/quantization.md)")
-    q.add_argument("--precision", help="fp32 (default), fp16, w8a8|int8, w8a16, w16a16|int16, w4a8, w4a16|int4")
+    q.add_argument("--precision", help="fp32 (default; a QDQ model: the precision of its encodings), fp16, "
+                                       "w8a8|int8, w8a16, w16a16|int16, w4a8, w4a16|int4")
     q.add_argument("--input-list", "--calibration", dest="calibration", metavar="FILE",
                    help="calibration data: a qnn-net-run input list or an .npz (key = input name, [N, *shape])")
     q.add_argument("--calibration-stats", metavar="FILE", help="statistics from `qnn-build calibrate` (skips running)")
@@ -320,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--recurrent-bits", type=int, choices=[8, 16],
                    help="bits of unrolled LSTM/GRU/RNN activations and weights, at least the precision's (default 16)")
     q.add_argument("--quantization-overrides", metavar="FILE", help="AIMET encodings JSON pinning tensors")
+    q.add_argument("--ignore-encodings", action="store_true", default=None,
+                   help="a QDQ model: quantize it afresh from the calibration data instead of keeping the encodings "
+                        "its Q/DQ nodes hold (the default, as QAIRT's converter does)")
     q.add_argument("--float-fallback", action="store_true", default=None,
                    help="keep nodes the npu has no integer kernel for in fp16 (boundary Quantize/Dequantize "
                         "inserted); listed in model.json under float_fallback")

@@ -25,14 +25,32 @@ from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_preci
 from .quant.cle import equalize
 from .quant.encodings_json import encodings_document, load_overrides
 from .quant.fallback import apply_float_fallback, float_constants
+from .quant.qdq_import import implied_precision, strip_qdq
 
 
 def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,
                 lower_rnn: bool = False) -> Graph:
-    """The lowered float graph of an ONNX file, as convert and calibrate both see it.
-    lower_rnn: unroll LSTM/GRU/RNN into primitive ops (quantized precisions; ir/rnn_lowering.py)."""
+    """The lowered float graph of an ONNX file, as convert and calibrate both see it (a QDQ model's
+    without its Q/DQ nodes). lower_rnn: unroll LSTM/GRU/RNN into primitive ops (quantized precisions;
+    ir/rnn_lowering.py)."""
+    graph = import_graph(source, input_dims, input_values, out_nodes)
+    graph.source_encodings = {}
+    return prepare_graph(graph, cle, lower_rnn)
+
+
+def import_graph(source, input_dims=None, input_values=None, out_nodes=None) -> Graph:
+    """The imported graph of an ONNX file; a QDQ model's Q/DQ nodes removed, their encodings in
+    graph.source_encodings (quant/qdq_import.py)."""
     model = load_onnx(source)
+    encodings = strip_qdq(model)
     graph = import_onnx(model, input_dims, input_values, out_nodes, source=Path(source).name)
+    graph.source_encodings = {k: v for k, v in encodings.items() if k in graph.tensors}
+    return graph
+
+
+def prepare_graph(graph: Graph, cle: bool = False, lower_rnn: bool = False) -> Graph:
+    """Passes and lowering of an imported graph (build_graph). Passes keep the tensors that
+    graph.source_encodings holds; empty it first to convert a QDQ model as a float one."""
     run_passes(graph)
     lower_graph(graph)
     if lower_rnn:  # hook: recurrent ops -> primitive ops, before calibration and quantization
@@ -44,7 +62,8 @@ def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle:
     return graph
 
 
-def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "fp32", extra: dict | None = None) -> dict:
+def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "fp32", extra: dict | None = None,
+                    encodings_extra: dict | None = None) -> dict:
     consts = []
     for name, t in graph.tensors.items():
         if not t.is_const:
@@ -61,33 +80,42 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
     write_bytes(out_dir / "model.bin", bin_bytes)
     write_text(out_dir / "model.cpp", cpp)
     if precision != "fp32":
-        write_text(out_dir / "model.encodings.json", json.dumps(encodings_document(graph), indent=1, sort_keys=True) + "\n")
+        doc = {**encodings_document(graph), **(encodings_extra or {})}
+        write_text(out_dir / "model.encodings.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     write_text(out_dir / "model.json", json.dumps(desc, indent=1, sort_keys=True) + "\n")
     return desc
 
 
-def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None, precision: str = "fp32",
+def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None, precision: str | None = None,
             calibration=None, calibration_stats=None, options: QuantOptions | None = None, cle: bool = False,
-            overrides=None, lower_rnn: bool | None = None, float_fallback: bool = False, qdq: bool = False) -> dict:
+            overrides=None, lower_rnn: bool | None = None, float_fallback: bool = False, qdq: bool = False,
+            ignore_encodings: bool = False) -> dict:
     """Write DIR/model.cpp, model.bin, model.json (and model.encodings.json). Returns the io description.
-    lower_rnn: unroll recurrent ops (default: for quantized precisions). float_fallback: keep nodes the npu
-    has no integer kernel for in fp16 (quant/fallback.py). qdq: also write model.qdq.onnx (codegen/qdq.py),
-    which the htp backend reads; a graph it cannot express stops convert, naming the node."""
-    prec = parse_precision(precision)
+    precision: None is fp32, or for a QDQ model the precision its encodings imply. A QDQ model keeps
+    its encodings at a quantized precision unless ignore_encodings (then it is quantized as its
+    float model would be). lower_rnn: unroll recurrent ops (default: for quantized precisions).
+    float_fallback: keep nodes the npu has no integer kernel for in fp16 (quant/fallback.py). qdq:
+    also write model.qdq.onnx (codegen/qdq.py), which the htp backend reads; a graph it cannot
+    express stops convert, naming the node."""
+    graph = import_graph(source, input_dims, input_values, out_nodes)
+    in_model = graph.source_encodings
+    prec = parse_precision(precision or (implied_precision(graph) if in_model else "fp32"))
+    kept = in_model if prec.is_quantized and not ignore_encodings else {}
+    graph.source_encodings = dict(kept)
     options = options or QuantOptions()
     lower_rnn = prec.is_quantized if lower_rnn is None else lower_rnn
-    graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle and prec.is_quantized,
-                        lower_rnn=lower_rnn)
+    # CLE rescales weights, which a kept encoding pins: not with a QDQ model's encodings
+    prepare_graph(graph, cle=cle and prec.is_quantized and not kept, lower_rnn=lower_rnn)
     extra = {}
     if prec.name != "fp32":
         stats = hessians = act_ranges = None
-        if prec.is_quantized:
+        if prec.is_quantized and (calibration or calibration_stats or not kept):
             if not calibration and not calibration_stats:
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
             if options.weight_rounding == "gptq":
                 _require_samples(calibration, "weight_rounding gptq runs the float model")
             stats, hessians = _from_samples(graph, calibration, calibration_stats, options)
-        pinned = load_overrides(overrides, graph) if overrides else None
+        pinned = _pins(graph, overrides)
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
         if prec.is_quantized and options.act_range == "search":  # hook: the range search, (13)-(15)
             from .quant.range_search import search_ranges
@@ -103,10 +131,34 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
             add_npu_params(graph)
     if qdq:  # before anything is written: a graph the export refuses leaves no partial output
         qdq_model = qdq_bytes(graph, prec.name)
-    desc = write_artifacts(graph, out_dir, Path(source).name, prec.name, extra)
+    note = _source_note(graph) if in_model else None
+    desc = write_artifacts(graph, out_dir, Path(source).name, prec.name, extra, note)
     if qdq:
         write_bytes(Path(out_dir) / "model.qdq.onnx", qdq_model)
     return desc
+
+
+def _pins(graph: Graph, overrides) -> dict:
+    """Encodings pinned for quantize_graph: a QDQ model's kept ones, then an overrides file's over them."""
+    held = {n: enc for n, enc in graph.source_encodings.items() if n in graph.tensors}  # after the passes
+    pinned = {"activations": {}, "params": {}, "from_model": set(held)}
+    for name, enc in held.items():
+        kind = "params" if graph.tensor(name).is_const else "activations"
+        pinned[kind][name] = lambda *_, enc=enc: enc
+    if overrides:
+        for kind, pins in load_overrides(overrides, graph).items():
+            pinned[kind].update(pins)
+            pinned["from_model"] -= set(pins)
+    return pinned
+
+
+def _source_note(graph: Graph) -> dict:
+    """What model.encodings.json says of a QDQ model's own encodings: "kept", with the tensors that
+    hold them (the others were calibrated), or "ignored" (the model was quantized afresh)."""
+    held = sorted(n for n, enc in graph.source_encodings.items()
+                  if n in graph.tensors and graph.tensors[n].encoding is not None
+                  and graph.tensors[n].encoding.key() == enc.key())
+    return {"source_encodings": {"mode": "kept" if graph.source_encodings else "ignored", "tensors": held}}
 
 
 def _require_samples(calibration, what: str) -> None:

@@ -59,7 +59,7 @@ def _pattern(graph: Graph, add: Node, users, producer):
         if w is None or w.ndim != 2 or len(a.shape) < 2 or a.is_const or a.dtype != np.float32:
             continue
         out = add.inputs[mine]
-        if len(users.get(out, [])) != 1 or out in graph.outputs or bias.dtype != np.float32:
+        if len(users.get(out, [])) != 1 or out in graph.outputs or out in graph.source_encodings or bias.dtype != np.float32:
             continue
         n = w.shape[1]
         if bias.size != n or (bias.ndim and bias.shape[-1] != n) or bias.ndim > len(a.shape):

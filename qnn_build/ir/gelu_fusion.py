@@ -107,7 +107,8 @@ def _only_reader(node, users):
 
 
 def _private(graph, node, users) -> bool:
-    """The node's one output has one reader and is not a graph output."""
+    """The node's one output has one reader, is not a graph output, and the source model does not
+    round it (a QDQ model's encoding)."""
     return (len([o for o in node.outputs if o]) == 1 and node.outputs[0] not in graph.outputs
-            and len(users.get(node.outputs[0], [])) == 1)
+            and node.outputs[0] not in graph.source_encodings and len(users.get(node.outputs[0], [])) == 1)
 

@@ -45,6 +45,9 @@ class Graph:
     source: str = ""
     # Activations written by unrolled LSTM/GRU/RNN -> their role across time steps (ir/rnn_lowering.py)
     recurrent: dict[str, str] = field(default_factory=dict)
+    # Tensor -> the encoding the source model's Q/DQ nodes give it (a QDQ model, ir/qdq_import.py).
+    # Passes keep a tensor that has one: it is a rounding the model does.
+    source_encodings: dict[str, Any] = field(default_factory=dict)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -8,19 +8,26 @@ from .graph import Graph, Node
 
 def drop_identities(graph: Graph) -> None:
     """Identity and inference-mode Dropout pass their input through: readers use the input instead.
-    Where the output is a graph output fed straight by a graph input, the node stays (as a copy)."""
+    Where the output is a graph output fed straight by a graph input, the node stays (as a copy); so
+    does one whose output the source model encodes otherwise than its input (a requantization)."""
     kept = []
+    encs = graph.source_encodings
     for node in graph.nodes:
         if node.op_type in ("Identity", "Dropout") and node.inputs and node.inputs[0]:
             src, dst = node.inputs[0], node.outputs[0]
-            if dst in graph.outputs and (src in graph.inputs or src in graph.outputs or graph.const(src) is not None):
+            if (dst in graph.outputs and (src in graph.inputs or src in graph.outputs or graph.const(src) is not None)) \
+                    or (dst in encs and src in encs and encs[src].key() != encs[dst].key()):
                 kept.append(Node(node.name, "Identity", [src], [dst]))
                 continue
             if dst in graph.outputs:
                 # Let the producer write the graph output's name directly.
                 _rename_output(graph, src, dst)
+                if src in encs:
+                    encs.setdefault(dst, encs.pop(src))
             else:
                 graph.rename_uses(dst, src)
+                if dst in encs:  # the input's encoding, or it had none
+                    encs[src] = encs.pop(dst)
             continue
         kept.append(node)
     graph.nodes = kept
@@ -48,7 +55,7 @@ def fold_batchnorm(graph: Graph) -> None:
         layer = producer.get(bn.inputs[0])
         if any(p is None for p in params) or layer is None or len(users.get(bn.inputs[0], [])) != 1:
             continue
-        if bn.inputs[0] in graph.outputs or layer.op_type not in ("Conv", "Gemm"):
+        if bn.inputs[0] in graph.outputs or bn.inputs[0] in graph.source_encodings or layer.op_type not in ("Conv", "Gemm"):
             continue
         weight = graph.const(layer.inputs[1])
         bias = graph.const(layer.inputs[2]) if len(layer.inputs) > 2 and layer.inputs[2] else None

@@ -77,9 +77,9 @@ def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, opti
         return {}
     overrides = overrides or {}
     ranges = _encode_activations(graph, precision, stats, options, overrides.get("activations", {}),
-                                 act_ranges or {})
+                                 act_ranges or {}, overrides.get("from_model", ()))
     _encode_constants(graph, precision, options, overrides.get("params", {}), stats,
-                      hessians if options.weight_rounding == "gptq" else None)
+                      hessians if options.weight_rounding == "gptq" else None, bool(overrides.get("from_model")))
     return ranges
 
 
@@ -184,7 +184,11 @@ def _inherits(source, bits: int) -> bool:
     return enc is not None and (enc.is_float or enc.bitwidth >= bits)
 
 
-def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
+# Bits of an activation a QDQ model leaves float (calibrated, as it has no encoding of its own).
+SOURCE_FLOAT_BITS = 16
+
+
+def _encode_activations(graph, precision, stats, options, pinned, act_ranges, from_model=()):
     chosen = {}
     producer = graph.producers()
     consumers = graph.consumers()
@@ -205,11 +209,19 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
             t.encoding = activation_encoding(lo, hi, bits)
         else:
             source = _fused_into_activation(graph, name, consumers) or name
+            if source in from_model:  # a QDQ model's encoding after a Relu: a fused Conv + Relu
+                t.encoding = pinned[source](None, bits)
+                continue
             if source != name and source in pinned:
                 source = name
+            if stats is None and from_model:
+                raise QnnBuildError(f"tensor '{source}' has no encoding in the QDQ model: give calibration data "
+                                    f"(--calibration) to calibrate what the model leaves float")
             if stats is None or source not in stats:
                 raise QnnBuildError(f"calibration statistics have no entry for tensor '{source}' "
                                     f"(statistics from another model or precision settings?)")
+            if from_model:  # a tensor a QDQ model computes in float: as near to float as the npu holds
+                bits = max(bits, SOURCE_FLOAT_BITS)
             s = stats[source]
             if source in act_ranges:
                 lo, hi = act_ranges[source]
@@ -222,13 +234,15 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges):
     return chosen
 
 
-def _encode_constants(graph, precision, options, pinned, stats, hessians=None):
+def _encode_constants(graph, precision, options, pinned, stats, hessians=None, qdq_model=False):
     done = set()
     float_weights = {}
     for node in graph.nodes:
         recurrent = any(o in graph.recurrent for o in node.outputs)
         weight_bits = recurrent_bits(precision.weight_bits, options) if recurrent else precision.weight_bits
         param_bits = recurrent_bits(precision.param_bits, options) if recurrent else precision.param_bits
+        if qdq_model:  # a parameter a QDQ model leaves float (a BatchNormalization's): as near to float
+            param_bits = max(param_bits, SOURCE_FLOAT_BITS)
         for index, name in enumerate(node.inputs):
             t = graph.tensors.get(name) if name else None
             if t is None or not t.is_const or t.dtype != np.float32 or name in done:

@@ -18,6 +18,11 @@ class Encoding:
     mins: np.ndarray = field(default=None)
     maxs: np.ndarray = field(default=None)
 
+    def key(self) -> tuple:
+        """Equal for two encodings that quantize alike."""
+        return (self.bitwidth, self.is_signed, self.is_float, self.axis, self.block_axis, self.block_size,
+                self.scales.astype(np.float32).tobytes(), self.offsets.astype(np.int64).tobytes())
+
     @property
     def qmin(self) -> int:
         return -(2 ** (self.bitwidth - 1)) if self.is_signed else 0
