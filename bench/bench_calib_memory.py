@@ -1,12 +1,13 @@
 """Peak memory of calibration against the number of samples: it must not grow with them.
 
-    python bench/bench_calib_memory.py [--samples 100,1000] [--size 224]
+    python bench/bench_calib_memory.py [--samples 100,1000] [--size 224] [--smoke]
 
 Makes a small float CNN on [1, 3, size, size] inputs (conv-relu blocks, a pooled classifier), writes
 the largest sample count as raw files with a qnn-net-run input list (one file per sample, as a user
 would have them) and as one .npz per count (one [count, 1, 3, size, size] array), then runs
 `qnn-build calibrate` in a fresh process for each count and format and reports the peak resident
-set size of that process (VmHWM) and its wall time.
+set size of that process (VmHWM) and its wall time. --smoke: 2 samples of 16x16, seconds (CI
+runs it to check that the script works).
 """
 
 import argparse
@@ -60,7 +61,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", default="100,1000", help="comma-separated sample counts")
     ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--smoke", action="store_true", help="2 samples of 16x16: checks that it runs")
     args = ap.parse_args()
+    if args.smoke:
+        args.samples, args.size = "2", 16
     counts = sorted(int(c) for c in args.samples.split(","))
     with tempfile.TemporaryDirectory(prefix="calib-memory-") as tmp:
         tmp = Path(tmp)

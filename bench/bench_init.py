@@ -1,14 +1,15 @@
 """Init time: load to ready-to-execute, from a context binary against from the model library
 (compose + finalize) and against onnxruntime's session creation, for every shipped model.
 
-    python bench/bench_init.py [--rounds 20] [--models digits_cnn,unet_tiny] [--npu]
+    python bench/bench_init.py [--rounds 20] [--models digits_cnn,unet_tiny] [--npu] [--smoke]
 
 Each model is converted (fp32; with --npu also w8a8 for the npu), compiled and serialized once;
 then every round times the three inits in rotating order, each inside the process: `retrieve_us`
 (create the graph, map and check the file, bind), `compose_us + finalize_us` (the model library
 already loaded), `load_us + compose_us + finalize_us` (the library dlopen'ed afresh: a copy of it
 that is dlclose'd after each round), and `onnxruntime.InferenceSession(model.onnx)` (1 thread).
-Prints the median per model, the ratios and their geometric means.
+Prints the median per model, the ratios and their geometric means. --smoke: digits_cnn, cpu and
+npu, 2 rounds: checks that it runs (CI), measures nothing.
 """
 
 import _ctypes
@@ -89,8 +90,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=20, help="timed rounds per model (median; at least 10)")
     ap.add_argument("--models", help="comma-separated subset of the zoo")
     ap.add_argument("--npu", action="store_true", help="also w8a8 on the npu")
+    ap.add_argument("--smoke", action="store_true", help="digits_cnn, cpu and npu, 2 rounds: checks that it runs")
     args = ap.parse_args()
     rounds = max(args.rounds, 10)
+    if args.smoke:
+        args.models, args.npu, rounds = "digits_cnn", True, 2
     wanted = set(args.models.split(",")) if args.models else None
     configs = [("fp32", "cpu")] + ([("w8a8", "npu")] if args.npu else [])
     print(f"{'model':<18} {'prec':<5} {'backend':<7} {'ctx us':>9} {'lib us':>9} {'cold us':>9} {'ort us':>9} "

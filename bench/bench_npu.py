@@ -1,13 +1,14 @@
 """Latency of the npu backend at w8a8 against onnxruntime and OpenVINO on their own int8 models, 1 thread.
 
-    python bench/bench_npu.py [--rounds 30] [--models digits_cnn,mobile_tiny] [--calib 100]
+    python bench/bench_npu.py [--rounds 30] [--models digits_cnn,mobile_tiny] [--calib 100] [--smoke]
 
 For every shipped model, one run quantizes it three ways from the same calibration samples:
 ours (`convert --precision w8a8`, run on the npu backend), onnxruntime's `quantize_static` QDQ model
 (after `quant_pre_process`, per-channel, MinMax; run by onnxruntime, which fuses QDQ into its integer
 kernels) and NNCF's int8 model (run by OpenVINO, which does the same). Then it times the three on one
 test sample, warm-up first, in interleaved rounds, and prints the medians, the ratios and their
-geometric means. Peers are benchmark-only dependencies: pip install -e '.[bench]' nncf.
+geometric means. Peers are benchmark-only dependencies: pip install -e '.[bench]' nncf. --smoke:
+digits_cnn, 8 calibration samples, 3 rounds: checks that it runs (CI), measures nothing.
 """
 
 import argparse
@@ -59,7 +60,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--models", help="comma-separated names to run (default: all)")
     ap.add_argument("--calib", type=int, default=100, help="calibration samples per model (default 100)")
+    ap.add_argument("--smoke", action="store_true", help="digits_cnn, 8 samples, 3 rounds: checks that it runs")
     args = ap.parse_args()
+    if args.smoke:
+        args.models, args.calib, args.rounds = "digits_cnn", 8, 3
 
     models = shipped_models()
     if args.models:

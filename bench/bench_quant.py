@@ -3,7 +3,7 @@
     python bench/bench_quant.py [--calib 100] [--calib-offset 0] [--test 200] [--models digits_cnn,transformer_block]
                                 [--model PATH [--input-dim NAME DIMS] [--input-value NAME VALUE]
                                               [--calibration NPZ] [--test-data NPZ]]...
-                                [--tools ours,ort,nncf] [--only TEXT,...] [--markdown FILE]
+                                [--tools ours,ort,nncf] [--only TEXT,...] [--markdown FILE] [--smoke]
 
 One run. For every shipped model (models/<name>/model.onnx with its calibration.npz and test.npz,
 dynamic dims pinned to 1, or as a models/*.yaml spec pins them) and every extra `--model`, every
@@ -573,8 +573,14 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", metavar="FILE", help="also write the tables as markdown")
     ap.add_argument("--live", action="store_true", help="print each row as it is measured")
     ap.add_argument("--verbose", action="store_true", help="tracebacks of failures on stderr")
+    ap.add_argument("--smoke", action="store_true",
+                    help="digits_cnn, 8 calibration and 16 test samples, three settings: checks that it runs "
+                         "(a failed row is an error)")
     ap.set_defaults(extra=[])
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.models, args.calib, args.test = "digits_cnn", 8, 16
+        args.tools, args.only = "ours,ort", "ours w8a8 minmax,ours w4a16 b32 minmax,ort w8a8 MinMax"
 
     models = [] if args.no_zoo else shipped_models()
     if args.models:
@@ -633,7 +639,7 @@ def main(argv=None) -> int:
             text += ["Failures:", ""] + [f"- {f}" for f in fails] + [""]
         text += ["Peers: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "."]
         Path(args.markdown).write_text("\n".join(text) + "\n")
-    return 0
+    return 1 if args.smoke and fails else 0
 
 
 if __name__ == "__main__":

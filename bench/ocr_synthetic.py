@@ -1,6 +1,6 @@
 """Synthetic text images for the OCR models' quantization benchmark (no image files ship here).
 
-    python bench/ocr_synthetic.py OUT_DIR
+    python bench/ocr_synthetic.py OUT_DIR [--smoke]     (--smoke: 2 images per file)
 
 Random normal inputs put PP-OCR's detector in the far tail of its output sigmoid (probabilities
 near 1e-5, where any error is relative), which says nothing about text. These images are closer:
@@ -55,9 +55,11 @@ def page(rng, h, w, lines):
 
 
 def main() -> int:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/ocr-synthetic")
+    args = [a for a in sys.argv[1:] if a != "--smoke"]
+    out = Path(args[0] if args else "out/ocr-synthetic")
     out.mkdir(parents=True, exist_ok=True)
     for split, seed, count in (("calibration", 0, 100), ("test", 1, 200)):
+        count = 2 if "--smoke" in sys.argv else count
         rng = np.random.default_rng(seed)
         det = np.stack([((page(rng, 256, 256, 6) / 255 - MEAN) / STD)[None] for _ in range(count)])
         rec = np.stack([((page(rng, 48, 320, 1) / 255 - 0.5) / 0.5)[None] for _ in range(count)])

@@ -1,12 +1,13 @@
 """Where the time goes: per op type, ours (the runtime's per-node profile, `--profiling-level
 detailed`) against onnxruntime's own profile (SessionOptions.enable_profiling), 1 thread each.
 
-    python bench/profile_cpu.py [--runs 10] [--top 6] [ppocr_cls yolov8n_320 ...]
+    python bench/profile_cpu.py [--runs 10] [--top 6] [--smoke] [ppocr_cls yolov8n_320 ...]
 
 For each real model (bench/common.py REAL_MODELS; default all): the median time of every node over
 `--runs` inferences after a warm-up, summed per op type (a fused activation counts with its
 producer, as `Conv+SiLU`), the op types' shares, the slowest nodes; then onnxruntime's kernels per
 op type the same way. Shares, not absolute times, are what compare across a loaded machine.
+--smoke: silero_vad, 2 runs: checks that it runs (CI).
 """
 
 import argparse
@@ -81,7 +82,10 @@ def main() -> int:
     ap.add_argument("models", nargs="*", help="REAL_MODELS names (default: all)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--top", type=int, default=6, help="op types listed per engine")
+    ap.add_argument("--smoke", action="store_true", help="silero_vad, 2 runs: checks that it runs")
     args = ap.parse_args()
+    if args.smoke:
+        args.models, args.runs = ["silero_vad"], 2
     for model in REAL_MODELS:
         if args.models and model.name not in args.models:
             continue
