@@ -393,7 +393,9 @@ ConvPath choose_path(const ConvGeometry& g) {
     if (g.taps() == 1 && unit_stride && no_pad) return ConvPath::Pointwise;
     // Wide rows waste (phase width - output width) columns: fine unless the image is very narrow.
     const int64_t phase_w = (g.in[2] + g.pad_lo[2] + g.pad_hi[2] + g.stride[2] - 1) / g.stride[2];
-    if (planar && g.in_per_group() >= kShiftedMinChannels && (g.out[1] == 1 || 4 * phase_w <= 5 * g.out[2]))
+    // A handful of positions: one product over K = channels x taps beats one thin product per tap.
+    if (planar && g.in_per_group() >= kShiftedMinChannels && g.out_plane() >= kFewPositions &&
+        (g.out[1] == 1 || 4 * phase_w <= 5 * g.out[2]))
         return ConvPath::Shifted;
     return ConvPath::Im2col;
 }

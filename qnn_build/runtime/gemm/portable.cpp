@@ -99,15 +99,19 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_
 void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
     for (int64_t t = 0; t < nc; t += kNr) {
         const int64_t cols = std::min<int64_t>(kNr, nc - t);
-        for (int64_t k = 0; k < kc; ++k) {
-            float* row = out + k * kNr;
-            const int64_t p = p0 + k;
-            if (tb) {
-                for (int64_t c = 0; c < cols; ++c) row[c] = b[(j0 + t + c) * ldb + p];
-            } else {
-                std::memcpy(row, b + p * ldb + j0 + t, static_cast<size_t>(cols) * sizeof(float));
+        if (tb) {  // each column of op(B) is a row of B: read it in order, scatter into the tile
+            for (int64_t c = 0; c < cols; ++c) {
+                const float* src = b + (j0 + t + c) * ldb + p0;
+                for (int64_t k = 0; k < kc; ++k) out[k * kNr + c] = src[k];
             }
-            for (int64_t c = cols; c < kNr; ++c) row[c] = 0.f;
+            for (int64_t k = 0; k < kc; ++k)
+                for (int64_t c = cols; c < kNr; ++c) out[k * kNr + c] = 0.f;
+        } else {
+            for (int64_t k = 0; k < kc; ++k) {
+                float* row = out + k * kNr;
+                std::memcpy(row, b + (p0 + k) * ldb + j0 + t, static_cast<size_t>(cols) * sizeof(float));
+                for (int64_t c = cols; c < kNr; ++c) row[c] = 0.f;
+            }
         }
         out += kc * kNr;
     }
