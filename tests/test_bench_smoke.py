@@ -19,6 +19,7 @@ SMOKE = {
     "bench_init.py": ([], "geometric mean over 2 builds"),
     "bench_npu.py": ([], "geomean"),
     "bench_quant.py": ([], "ort w8a8 MinMax"),
+    "node_overhead.py": ([], "per node"),
     "ocr_synthetic.py": (["{tmp}"], "wrote"),
     "profile_cpu.py": ([], "onnxruntime:"),
     "vad_tones.py": (["{tmp}"], ""),
