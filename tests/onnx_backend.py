@@ -83,7 +83,8 @@ _REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"
                "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
 _PARAMETER_POSITIONS = {"Resize": (1, 2, 3), "Upsample": (1,), "Pad": (1, 2, 3), "Reshape": (1,), "Expand": (1,),
                         "Tile": (1,), "Slice": (1, 2, 3, 4), "Squeeze": (1,), "Unsqueeze": (1,), "Split": (1,),
-                        "LSTM": (4,), "GRU": (4,), "RNN": (4,), **{op: (1,) for op in _REDUCTIONS}}
+                        "LSTM": (4,), "GRU": (4,), "RNN": (4,), "TopK": (1,), "CumSum": (1,), "Trilu": (1,),
+                        "OneHot": (1,), **{op: (1,) for op in _REDUCTIONS}}
 
 
 def _parameter_inputs(model: onnx.ModelProto) -> set[str]:

@@ -20,11 +20,31 @@ _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUnifo
 _MAX_FOLDED_BYTES = 1 << 30
 
 
+# Ops onnx's shape inference leaves untyped (function ops without an inference rule) whose first
+# output has their first input's type and shape.
+_SHAPE_OF_INPUT0 = {"GroupNormalization"}
+
+
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
-        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        model = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception as e:  # onnx raises several types; all mean the same to the user
         raise ConvertError(f"shape inference failed: {_first_line(e)}") from None
+    g = model.graph
+    known = {vi.name: vi for vi in list(g.input) + list(g.value_info) + list(g.output)
+             if vi.type.tensor_type.elem_type}
+    for node in g.node:
+        out = node.output[0] if node.output else ""
+        if node.op_type in _SHAPE_OF_INPUT0 and node.input[0] in known and out and out not in known:
+            vi = onnx.ValueInfoProto()
+            vi.CopyFrom(known[node.input[0]])
+            vi.name = out
+            for o in g.output:
+                if o.name == out:
+                    o.CopyFrom(vi)
+            g.value_info.append(vi)
+            known[out] = vi
+    return model
 
 
 def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:

@@ -6,10 +6,11 @@ family's module, one kernel in the matching runtime source, and one row in its t
 
 from ..errors import ConvertError
 from ..ir.graph import Graph
-from . import activation, conv, elementwise, matmul, movement, norm, pool, reduce, resize, rnn
+from . import (activation, conv, einsum, elementwise, index, logic, math, matmul, movement, norm, pool, reduce,
+               resize, rnn)
 from .base import OpRule
 
-FAMILIES = [elementwise, activation, conv, matmul, pool, reduce, norm, movement, resize, rnn]
+FAMILIES = [elementwise, activation, math, logic, conv, matmul, einsum, pool, reduce, norm, movement, index, resize, rnn]
 
 RULES: dict[str, OpRule] = {}
 for _family in FAMILIES:

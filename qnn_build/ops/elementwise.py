@@ -3,7 +3,8 @@
 import numpy as np
 
 from ..ir.graph import Node
-from .base import OpRule, passthrough, require_dtype, same
+from .base import OpRule, passthrough, require_dtype, same, unsupported
+from .movement import require_movable
 
 
 def _variadic(binary_op):
@@ -25,8 +26,11 @@ def _variadic(binary_op):
 
 
 def _where(node, graph):
+    """Any value dtype: Where only moves elements."""
     require_dtype(node, graph, node.inputs[:1], (np.bool_,))
-    require_dtype(node, graph, node.inputs[1:] + node.outputs)
+    require_movable(node, graph, node.inputs[1:] + node.outputs)
+    if len({graph.tensor(n).dtype for n in node.inputs[1:] + node.outputs}) != 1:
+        raise unsupported(node, "the two values and the output must have one dtype")
     return [same(node)]
 
 

@@ -1,5 +1,5 @@
-"""Normalisation ops: Softmax, LogSoftmax, LayerNormalization, InstanceNormalization, LRN, and
-standalone inference-mode BatchNormalization (lowered to Mul + Add with per-channel constants)."""
+"""Normalisation ops: Softmax, LogSoftmax, LayerNormalization, InstanceNormalization, GroupNormalization,
+LRN, and standalone inference-mode BatchNormalization (lowered to Mul + Add with per-channel constants)."""
 
 import numpy as np
 
@@ -72,6 +72,45 @@ def _instance_norm(node, graph):
     return [same(node, epsilon=float(node.attrs.get("epsilon", 1e-5)))]
 
 
+def _group_norm(node, graph):
+    """GroupNormalization as InstanceNormalization over [N, G, C/G * spatial] (one mean and variance
+    per group). Before opset 21 scale and bias hold one value per group: InstanceNormalization's own.
+    From 21 they hold one per channel: applied after, as Mul + Add over [C, 1, ...]."""
+    require_dtype(node, graph, node.inputs + node.outputs)
+    x, scale, bias = node.inputs[:3]
+    out = node.outputs[0]
+    shape = graph.tensor(x).shape
+    groups = int(node.attrs["num_groups"])
+    if len(shape) < 2 or groups < 1 or shape[1] % groups:
+        raise unsupported(node, f"{groups} groups for an input of shape {shape}")
+    per_group = graph.opset < 21
+    for name in (scale, bias):
+        if int(np.prod(graph.tensor(name).shape)) != (groups if per_group else shape[1]):
+            raise unsupported(node, f"'{name}' must hold one value per {'group' if per_group else 'channel'}")
+    grouped = (shape[0], groups, int(np.prod(shape[1:])) // groups)
+    flat = graph.add_activation(f"{out}/grouped", np.float32, grouped)
+    normed = graph.add_activation(f"{out}/normalized", np.float32, grouped)
+    epsilon = {"epsilon": float(node.attrs.get("epsilon", 1e-5))}
+    nodes = [Node(f"{node.name}/group", "Reshape", [x], [flat])]
+    if per_group:
+        return nodes + [Node(f"{node.name}/normalize", "InstanceNormalization", [flat, scale, bias], [normed], epsilon),
+                        Node(node.name, "Reshape", [normed], [out])]
+    ones = graph.add_const(f"{node.name}_ones", np.ones(groups, np.float32))
+    zeros = graph.add_const(f"{node.name}_zeros", np.zeros(groups, np.float32))
+    back = graph.add_activation(f"{out}/ungrouped", np.float32, shape)
+    scaled = graph.add_activation(f"{out}/scaled", np.float32, shape)
+    param_shape = (shape[1],) + (1,) * (len(shape) - 2)
+    per_channel = []
+    for name in (scale, bias):
+        view = graph.add_activation(f"{name}/{node.name}/per_channel", np.float32, param_shape)
+        nodes.append(Node(f"{node.name}/{name}_view", "Reshape", [name], [view]))
+        per_channel.append(view)
+    return nodes + [Node(f"{node.name}/normalize", "InstanceNormalization", [flat, ones, zeros], [normed], epsilon),
+                    Node(f"{node.name}/ungroup", "Reshape", [normed], [back]),
+                    Node(f"{node.name}/scale", "Mul", [back, per_channel[0]], [scaled]),
+                    Node(node.name, "Add", [scaled, per_channel[1]], [out])]
+
+
 def _lrn(node, graph):
     require_dtype(node, graph, node.inputs + node.outputs)
     if len(graph.tensor(node.inputs[0]).shape) < 2:
@@ -131,6 +170,7 @@ RULES = [
     OpRule("LogSoftmax", _softmax),
     OpRule("LayerNormalization", _layer_norm),
     OpRule("InstanceNormalization", _instance_norm),
+    OpRule("GroupNormalization", _group_norm),
     OpRule("LRN", _lrn),
     OpRule("BatchNormalization", _batch_norm),
 ]

@@ -28,6 +28,10 @@ CASES = [
     OpCase("Sum", {"a": r(2, 3)}, id="sum_one"),
     OpCase("PRelu", {"x": r(1, 4, 3, 3)}, consts={"slope": r(4, 1, 1)}, id="prelu_channel"),
     OpCase("Where", {"c": rng.random((3, 4)) > 0.5, "a": r(3, 4), "b": r(1, 4)}, id="where"),
+    OpCase("Where", {"c": rng.random((2, 1, 5)) > 0.5, "a": rng.integers(0, 9, (3, 5)), "b": rng.integers(0, 9, (1,))},
+           id="where_int64"),
+    OpCase("Where", {"c": rng.random((4, 4)) > 0.5, "a": rng.integers(0, 255, (4, 4), np.uint8),
+                     "b": rng.integers(0, 255, (4,), np.uint8)}, id="where_uint8"),
     OpCase("Add", {"a": r(7), "b": r(7)}, opset=9, id="add_opset9"),
 ]
 

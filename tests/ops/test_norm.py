@@ -47,6 +47,10 @@ CASES = [
     OpCase("InstanceNormalization", {"x": r(2, 3, 7)}, consts={"s": r(3), "b": r(3)},
            attrs={"epsilon": 1e-2}, id="instancenorm_3d_eps"),
     OpCase("InstanceNormalization", {"x": r(1, 2, 2, 3, 4)}, consts={"s": r(2), "b": r(2)}, id="instancenorm_5d"),
+    OpCase("GroupNormalization", {"x": r(2, 6, 4, 5)}, consts={"s": r(3), "b": r(3)}, attrs={"num_groups": 3},
+           opset=18, id="groupnorm_per_group_params"),
+    OpCase("GroupNormalization", {"x": r(1, 8, 9)}, consts={"s": r(8), "b": r(8)}, attrs={"num_groups": 2,
+           "epsilon": 1e-3}, opset=21, id="groupnorm_opset21_per_channel"),
     # LRN: odd and even sizes, the default and other betas.
     OpCase("LRN", {"x": r(2, 7, 4, 5)}, attrs={"size": 3}, id="lrn_default"),
     OpCase("LRN", {"x": r(2, 7, 4, 5)}, attrs={"size": 5, "alpha": 2e-4, "beta": 0.5, "bias": 2.0}, id="lrn_beta_half"),

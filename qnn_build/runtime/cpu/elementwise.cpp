@@ -1,4 +1,4 @@
-// Broadcasting elementwise ops in float32: Add, Sub, Mul, Div, Pow, Min, Max, PRelu, Where.
+// Broadcasting elementwise ops in float32: Add, Sub, Mul, Div, Pow, Min, Max, PRelu; Where (any dtype).
 // (Variadic Sum/Min/Max are lowered by the converter to chains of two-input nodes.)
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@ namespace {
 
 bool require_float(const Node& n, std::string& err) {
     for (const Tensor* t : n.in)
-        if (t && t->dtype != QNNB_FLOAT32 && !(n.op == "Where" && t == n.in[0])) {
+        if (t && t->dtype != QNNB_FLOAT32) {
             err = std::string("tensor '") + t->name + "' has dtype " + dtype_name(t->dtype) + "; expected float32";
             return false;
         }
@@ -76,16 +76,18 @@ BINARY_KERNEL(min, (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b))
 BINARY_KERNEL(max, (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b))
 BINARY_KERNEL(prelu, a < 0.f ? a * b : a)
 
-void run_where(Node& n, const ExecContext& ctx) {
+// Where moves elements: any value dtype, by element size.
+template <class T>
+void run_where_as(Node& n, const ExecContext& ctx) {
     const BroadcastPlan& p = n.state_as<BroadcastPlan>();
     const uint8_t* c = n.in[0]->in<uint8_t>();
-    const float* a = n.in[1]->in<float>();
-    const float* b = n.in[2]->in<float>();
-    float* y = n.out[0]->out<float>();
+    const T* a = n.in[1]->in<T>();
+    const T* b = n.in[2]->in<T>();
+    T* y = n.out[0]->out<T>();
     parallel_for(ctx, p.outer, [&](int64_t row) {
         int64_t off[3];
         p.offsets(row, off);
-        float* py = y + row * p.inner;
+        T* py = y + row * p.inner;
         for (int64_t i = 0; i < p.inner; ++i) {
             py[i] = c[off[0] + i * p.inner_stride[0]] ? a[off[1] + i * p.inner_stride[1]]
                                                       : b[off[2] + i * p.inner_stride[2]];
@@ -93,12 +95,26 @@ void run_where(Node& n, const ExecContext& ctx) {
     });
 }
 
+void run_where(Node& n, const ExecContext& ctx) {
+    switch (dtype_size(n.out[0]->dtype)) {
+        case 1: run_where_as<uint8_t>(n, ctx); break;
+        case 2: run_where_as<uint16_t>(n, ctx); break;
+        case 8: run_where_as<uint64_t>(n, ctx); break;
+        default: run_where_as<uint32_t>(n, ctx);
+    }
+}
+
 bool prepare_where(Node& n, std::string& err) {
     if (n.in[0]->dtype != QNNB_BOOL) {
         err = "condition must be bool";
         return false;
     }
-    return prepare_broadcast(n, err);
+    if (n.in[1]->dtype != n.in[2]->dtype || n.out[0]->dtype != n.in[1]->dtype || n.out[0]->dtype == QNNB_INT4) {
+        err = "the two values and the output must have one dtype";
+        return false;
+    }
+    std::vector<const Tensor*> ins(n.in.begin(), n.in.end());
+    return plan_broadcast(ins, n.out[0]->shape, n.make_state<BroadcastPlan>(), err);
 }
 
 const Kernel kKernels[] = {

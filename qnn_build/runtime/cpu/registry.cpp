@@ -17,6 +17,11 @@ extern const KernelTable kCpuMovementKernels;
 extern const KernelTable kCpuResizeKernels;
 extern const KernelTable kCpuRnnKernels;
 extern const KernelTable kCpuQuantizeKernels;
+extern const KernelTable kCpuMathKernels;
+extern const KernelTable kCpuLogicKernels;
+extern const KernelTable kCpuGatherScatterKernels;
+extern const KernelTable kCpuTopKKernels;
+extern const KernelTable kCpuIndexMiscKernels;
 
 static const KernelTable* const kCpuFamilies[] = {
     &kCpuElementwiseKernels,
@@ -30,6 +35,11 @@ static const KernelTable* const kCpuFamilies[] = {
     &kCpuResizeKernels,
     &kCpuRnnKernels,
     &kCpuQuantizeKernels,
+    &kCpuMathKernels,
+    &kCpuLogicKernels,
+    &kCpuGatherScatterKernels,
+    &kCpuTopKKernels,
+    &kCpuIndexMiscKernels,
 };
 
 const Kernel* cpu_find_kernel(const std::string& op) {
