@@ -123,6 +123,27 @@ def test_unpinned_dynamic_dim(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("op", ["NonZero", "NonMaxSuppression"])
+def test_data_dependent_shape_names_the_op_and_out_node(tmp_path, op):
+    """Static inputs, but an op whose output shape depends on the data: its own message, not --input-dim."""
+    boxes = helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 6, 4])
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, ["r", "n"])
+    if op == "NonZero":
+        nodes = [helper.make_node("Greater", ["scores", "zero"], ["keep"]), helper.make_node("NonZero", ["keep"], ["y"],
+                                                                                               name="the_op")]
+    else:
+        nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max", "iou"], ["y"], name="the_op")]
+    inits = [numpy_helper.from_array(np.array(0, np.float32), "zero"), numpy_helper.from_array(np.array([3]), "max"),
+             numpy_helper.from_array(np.array([0.5], np.float32), "iou")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [boxes, scores], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    r = qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o")
+    one_error_line(r, "the_op", op, "depends on the input data", "--out-node")
+    assert "--input-dim" not in r.stderr
+
+
 def test_wrong_input_dim_rank(tmp_path):
     onnx.save(small_model(), tmp_path / "m.onnx")
     r = qnn_build("convert", tmp_path / "m.onnx", "-o", tmp_path / "o", "--input-dim", "x", "1,2,3")

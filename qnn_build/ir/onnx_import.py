@@ -160,11 +160,37 @@ def _to_graph(model, opset, source) -> Graph:
         if shape is None or elem == 0:
             where = producer[name].describe() if name in producer else "a graph input"
             dims = _dims_text(g, name)
+            cause = _data_dependent_cause(name, producer)
+            if cause is not None:
+                inputs = ", ".join(f"'{i}'" for i in cause.inputs if i)
+                raise ConvertError(f"tensor '{name}' (output of {where}) has no static shape{dims}: {cause.describe()} "
+                                   f"makes an output whose shape depends on the input data, which a compiled graph "
+                                   f"cannot hold; cut the graph before it with --out-node (its inputs: {inputs}) and "
+                                   f"run it on the host")
             hint = f"; pin it with --input-dim" if name in graph.inputs else "; pin the model's dynamic input dims with --input-dim"
             raise ConvertError(f"tensor '{name}' (output of {where}) has no static shape{dims}{hint}")
         tensors[name] = Tensor(name, helper.tensor_dtype_to_np_dtype(elem), shape)
     graph.prune()
     return graph
+
+
+# Ops whose output shape depends on the values of their inputs, not only on their shapes.
+DATA_DEPENDENT_SHAPE_OPS = {"NonZero", "NonMaxSuppression", "Unique", "Compress", "StringSplit", "RegexFullMatch"}
+
+
+def _data_dependent_cause(name, producer):
+    """The nearest node above `name` whose output shape depends on data, or None."""
+    seen, todo = set(), [name]
+    while todo:
+        t = todo.pop()
+        node = producer.get(t)
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op_type in DATA_DEPENDENT_SHAPE_OPS:
+            return node
+        todo.extend(i for i in node.inputs if i)
+    return None
 
 
 def _attr_value(attr):
