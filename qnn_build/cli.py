@@ -170,7 +170,8 @@ def cmd_net_run(args) -> None:
     model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime,
                   precision=args.precision if args.model else None)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
-                      profiling_level=args.profiling_level)
+                      profiling_level=args.profiling_level, native_inputs=bool(args.use_native_input_files),
+                      native_outputs=bool(args.use_native_output_files), input_layout=args.input_layout or "NCHW")
     _say(args, f"ran {profile['num_inferences']} inference(s) on {args.backend} -> {args.output_dir}")
 
 
@@ -368,6 +369,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write OUT/profile.json: basic, execute times; detailed, also each node's (docs/formats.md)")
     n.add_argument("--threads", type=int, help="threads for the backend (default 1)")
     n.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+    n.add_argument("--use-native-input-files", action="store_true", default=None,
+                   help="raw inputs with an 8/16-bit encoding hold its uint8/uint16 codes, as qnn-net-run's")
+    n.add_argument("--use-native-output-files", action="store_true", default=None,
+                   help="write each output in its own dtype (an encoded one as its uint8/uint16 codes), not float32")
+    n.add_argument("--input-layout", choices=["NCHW", "NHWC"],
+                   help="NHWC: raw inputs of rank >= 3 are channel-last, as QNN-converted models take them")
 
     r = step("runtime", "build the runtime library (libqnnb.so + its OpenBLAS + qnnb.h) into a folder", cmd_runtime)
     r.add_argument("-o", "--output-dir", help="the folder, e.g. out/runtime/x86_64-linux")

@@ -58,6 +58,7 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     lib.qnnb_graph_io.argtypes = [vp, i32, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
                                   ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_int64)]
     lib.qnnb_graph_set_keep_tensors.argtypes = [vp, i32]
+    lib.qnnb_graph_set_native_io.argtypes = [vp, i32, i32]
     lib.qnnb_graph_num_tensors.argtypes = [vp]
     lib.qnnb_graph_num_tensors.restype = i32
     lib.qnnb_graph_tensor.argtypes = [vp, i32, ctypes.POINTER(cp), ctypes.POINTER(ctypes.c_int),
@@ -127,6 +128,14 @@ class Model:
         self._bind_io()
         t3 = time.perf_counter()
         self.timings = {"load_us": (t1 - t0) * 1e6, "compose_us": (t2 - t1) * 1e6, "finalize_us": (t3 - t2) * 1e6}
+
+    def set_native_io(self, inputs: bool, outputs: bool) -> None:
+        """Native io (qnn-net-run's --use_native_input_files / --use_native_output_files): inputs and
+        outputs with an unsigned 8/16-bit encoding are fed and returned as their integer codes (uint8 /
+        uint16, real = scale * (code + offset)); `inputs` and `outputs` then show those dtypes."""
+        self._check(self._rt.qnnb_graph_set_native_io(self._graph, int(inputs), int(outputs)), "native io")
+        self.inputs, self.outputs = self._io(False), self._io(True)
+        self._bind_io()
 
     def _create(self, backend: str, threads: int, keep_tensors: bool) -> None:
         self._graph = ctypes.c_void_p()

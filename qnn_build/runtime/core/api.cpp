@@ -220,6 +220,56 @@ qnnb_status qnnb_graph_finalize(qnnb_graph* g) {
     return qnnb::bind_graph(g);
 }
 
+namespace {
+
+// Native io (qnn-net-run's --use_native_input_files / --use_native_output_files): an io tensor with a
+// per-tensor unsigned 8- or 16-bit encoding travels as its integer codes; FLOAT32 when it has none.
+qnnb_dtype native_dtype(const Tensor* t) {
+    const qnnb::Encoding& e = t->encoding;
+    if (!e.present() || e.kind != QNNB_ENCODING_INT || e.is_signed || e.scales.size() != 1) return QNNB_FLOAT32;
+    return e.bitwidth <= 8 ? QNNB_UINT8 : e.bitwidth <= 16 ? QNNB_UINT16 : QNNB_FLOAT32;
+}
+
+// Codes in, into the input's copy: as they are where the backend stores these codes, else their
+// values (1), which the float backend's rounding keeps exactly.
+void native_input(Tensor* t, const void* codes, void* copy) {
+    if (stores_integers(t) && t->dtype == native_dtype(t)) {
+        std::memcpy(copy, codes, t->nbytes());
+        return;
+    }
+    std::vector<float> values(static_cast<size_t>(t->numel()));
+    qnnb::dequantize_to(codes, native_dtype(t), t->numel(), t->encoding, values.data());
+    if (stores_integers(t)) {
+        qnnb::quantize_to(values.data(), t->numel(), t->encoding, copy, t->dtype);
+    } else {
+        std::memcpy(copy, values.data(), values.size() * sizeof(float));
+        qnnb::fake_quantize(static_cast<float*>(copy), t->numel(), t->encoding);
+    }
+}
+
+// Codes out: the stored integers, or the float output quantized with its encoding (2).
+void native_output(const Tensor* t, void* out) {
+    const int64_t n = t->numel();
+    if (stores_integers(t) && t->dtype == native_dtype(t)) {
+        std::memcpy(out, t->read_ptr(), t->nbytes());
+    } else if (stores_integers(t)) {
+        std::vector<float> values(static_cast<size_t>(n));
+        qnnb::dequantize_to(t->read_ptr(), t->dtype, n, t->encoding, values.data());
+        qnnb::quantize_to(values.data(), n, t->encoding, out, native_dtype(t));
+    } else {
+        qnnb::quantize_to(t->in<float>(), n, t->encoding, out, native_dtype(t));
+    }
+}
+
+}  // namespace
+
+qnnb_status qnnb_graph_set_native_io(qnnb_graph* g, int32_t native_inputs, int32_t native_outputs) {
+    if (!g) return QNNB_ERR_INVALID_ARGUMENT;
+    g->native_inputs = native_inputs != 0;
+    g->native_outputs = native_outputs != 0;
+    return QNNB_OK;
+}
+
 qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* const* outputs) {
     if (!g || (!inputs && !g->inputs.empty()) || !outputs) return QNNB_ERR_INVALID_ARGUMENT;
     if (!g->finalized) return g->fail(QNNB_ERR_STATE, "execute before finalize");
@@ -227,7 +277,9 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     for (size_t i = 0; i < g->inputs.size(); ++i) {
         Tensor* t = g->inputs[i];
         if (void* copy = g->input_copies[i]) {
-            if (stores_integers(t)) {  // the host quantizes the input on entry, (2)
+            if (g->native_inputs && native_dtype(t) != QNNB_FLOAT32) {
+                native_input(t, inputs[i], copy);
+            } else if (stores_integers(t)) {  // the host quantizes the input on entry, (2)
                 qnnb::quantize_to(static_cast<const float*>(inputs[i]), t->numel(), t->encoding, copy, t->dtype);
             } else {                   // an encoded input is rounded like any activation
                 std::memcpy(copy, inputs[i], t->nbytes());
@@ -251,7 +303,9 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
     }
     for (size_t i = 0; i < g->outputs.size(); ++i) {
         const Tensor* t = g->outputs[i];
-        if (stores_integers(t)) {  // the host dequantizes the output on exit, (1)
+        if (g->native_outputs && native_dtype(t) != QNNB_FLOAT32) {
+            native_output(t, outputs[i]);
+        } else if (stores_integers(t)) {  // the host dequantizes the output on exit, (1)
             qnnb::dequantize_to(t->read_ptr(), t->dtype, t->numel(), t->encoding, static_cast<float*>(outputs[i]));
         } else if (t->dtype == QNNB_FLOAT32 && g->output_dtypes[i] == QNNB_FLOAT16) {  // a dequantized half constant
             const float* src = t->in<float>();
@@ -301,6 +355,8 @@ qnnb_status qnnb_graph_io(const qnnb_graph* g, int32_t is_output, int32_t index,
     const auto& caller_dtypes = is_output ? g->output_dtypes : g->input_dtypes;  // set at finalize
     if (name) *name = t->name.c_str();
     if (dtype) *dtype = g->finalized ? caller_dtypes[static_cast<size_t>(index)] : t->dtype;
+    if (dtype && (is_output ? g->native_outputs : g->native_inputs) && native_dtype(t) != QNNB_FLOAT32)
+        *dtype = native_dtype(t);
     if (rank) *rank = t->rank();
     if (dims)
         for (int i = 0; i < t->rank(); ++i) dims[i] = t->shape[static_cast<size_t>(i)];

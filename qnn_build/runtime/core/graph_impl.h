@@ -54,6 +54,7 @@ struct qnnb_graph {
     std::shared_ptr<void> context_data;           // a loaded context binary: constants point into it
     qnnb::PreparedArrays prepared;                // kernels' tables, computed or from the context
     bool keep_tensors = false;
+    bool native_inputs = false, native_outputs = false;  // io of an integer encoding as its codes
     int profiling = QNNB_PROFILING_OFF;
     std::vector<uint64_t> node_ns;                // per node: its time in the last detailed execute
     qnnb::ExecContext ctx;

@@ -145,6 +145,13 @@ QNNB_EXPORT qnnb_status qnnb_graph_finalize(qnnb_graph* graph);
 QNNB_EXPORT qnnb_status qnnb_graph_execute(qnnb_graph* graph, const void* const* inputs,
                                            void* const* outputs);
 
+/* Native io, as qnn-net-run's --use_native_input_files / --use_native_output_files: execute then takes
+ * (inputs) or returns (outputs) every io tensor with a per-tensor unsigned 8/16-bit encoding as its
+ * integer codes (UINT8 / UINT16), real = scale * (code + offset); io without one is unchanged.
+ * qnnb_graph_io reports the dtype execute uses, so query it after this call. */
+QNNB_EXPORT qnnb_status qnnb_graph_set_native_io(qnnb_graph* graph, int32_t native_inputs,
+                                                 int32_t native_outputs);
+
 /* Inputs and outputs, after compose. `dims` must hold QNNB_MAX_RANK entries. */
 QNNB_EXPORT int32_t qnnb_graph_num_io(const qnnb_graph* graph, int32_t is_output);
 QNNB_EXPORT qnnb_status qnnb_graph_io(const qnnb_graph* graph, int32_t is_output, int32_t index,

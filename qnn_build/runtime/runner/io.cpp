@@ -1,4 +1,5 @@
 // Input lists, raw files and Result_N outputs: the formats of netrun.py, byte for byte.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -118,6 +119,23 @@ template <class T>
 static void convert(const void* data, int64_t n, float* out) {
     const T* x = static_cast<const T*>(data);
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i]);
+}
+
+std::vector<unsigned char> read_raw_channel_last(const std::string& path, const IOInfo& info, const std::string& where) {
+    if (info.shape.size() < 3) return read_raw(path, info, where);
+    IOInfo last = info;  // [N, spatial..., C]
+    last.shape.erase(last.shape.begin() + 1);
+    last.shape.push_back(info.shape[1]);
+    const std::vector<unsigned char> src = read_raw(path, last, where);
+    std::vector<unsigned char> dst(src.size());
+    const size_t es = info.bytes() / static_cast<size_t>(std::max<int64_t>(info.elements(), 1));
+    const int64_t n = info.shape[0], c = info.shape[1], plane = info.elements() / std::max<int64_t>(n * c, 1);
+    for (int64_t b = 0; b < n; ++b)
+        for (int64_t p = 0; p < plane; ++p)
+            for (int64_t ch = 0; ch < c; ++ch)
+                std::memcpy(&dst[static_cast<size_t>(((b * c + ch) * plane + p)) * es],
+                            &src[static_cast<size_t>(((b * plane + p) * c + ch)) * es], es);
+    return dst;
 }
 
 std::vector<unsigned char> to_float32(const void* data, const IOInfo& info) {

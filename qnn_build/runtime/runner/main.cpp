@@ -1,6 +1,6 @@
 // qnn-net-run --model libmodel.so|model.dll | --retrieve_context model.ctx  --backend cpu|npu
 //             --input_list FILE --output_dir DIR [--num_inferences N] [--profiling_level basic|detailed]
-//             [--threads N]
+//             [--threads N] [--use_native_input_files] [--use_native_output_files] [--input_layout NHWC]
 // The flags of `qnn-build net-run` (dashes or underscores); the same Result_N outputs.
 #include <chrono>
 #include <cstdio>
@@ -16,7 +16,8 @@ namespace {
 const char* kUsage =
     "usage: qnn-net-run --model LIB | --retrieve_context CTX --input_list FILE --output_dir DIR\n"
     "                   [--backend cpu|npu]\n"
-    "                   [--num_inferences N] [--profiling_level basic|detailed] [--threads N]\n";
+    "                   [--num_inferences N] [--profiling_level basic|detailed] [--threads N]\n"
+    "                   [--use_native_input_files] [--use_native_output_files] [--input_layout NCHW|NHWC]\n";
 
 using Clock = std::chrono::steady_clock;
 double us_since(Clock::time_point t0) {
@@ -25,7 +26,8 @@ double us_since(Clock::time_point t0) {
 
 std::map<std::string, std::string> parse_args(int argc, char** argv) {
     static const char* kFlags[] = {"model", "retrieve_context", "backend", "input_list", "output_dir",
-                                   "num_inferences", "profiling_level", "threads"};
+                                   "num_inferences", "profiling_level", "threads", "input_layout"};
+    static const char* kSwitches[] = {"use_native_input_files", "use_native_output_files"};  // no value
     std::map<std::string, std::string> args = {{"backend", "cpu"}, {"threads", "1"}};
     for (int i = 1; i < argc; ++i) {
         std::string flag = argv[i];
@@ -34,7 +36,12 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
         flag = flag.substr(2);
         for (char& c : flag)
             if (c == '-') c = '_';
-        bool known = false;
+        bool known = false, is_switch = false;
+        for (const char* f : kSwitches) is_switch = is_switch || flag == f;
+        if (is_switch) {
+            args[flag] = "1";
+            continue;
+        }
         for (const char* f : kFlags) known = known || flag == f;
         if (!known) throw Error("unknown option --" + flag + "\n" + kUsage);
         if (i + 1 >= argc) throw Error("--" + flag + " needs a value");
@@ -46,6 +53,8 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
         if (!args.count(need)) throw Error(std::string("net-run needs --") + need);
     if (args.count("profiling_level") && args["profiling_level"] != "basic" && args["profiling_level"] != "detailed")
         throw Error("--profiling_level must be basic or detailed, not '" + args["profiling_level"] + "'");
+    if (args.count("input_layout") && args["input_layout"] != "NCHW" && args["input_layout"] != "NHWC")
+        throw Error("--input_layout must be NCHW or NHWC, not '" + args["input_layout"] + "'");
     return args;
 }
 
@@ -127,14 +136,19 @@ int run(int argc, char** argv) {
         g.check(qnnb_graph_finalize(g.g), "finalize");
         init_us.push_back({"finalize_us", us_since(t2)});
     }
+    const bool native_in = args.count("use_native_input_files") != 0, native_out = args.count("use_native_output_files") != 0;
+    g.check(qnnb_graph_set_native_io(g.g, native_in, native_out), "native io");
     const std::vector<IOInfo> inputs = g.io(0), outputs = g.io(1);
+    const bool channel_last = args.count("input_layout") && args["input_layout"] == "NHWC";
 
     const std::vector<Run> runs = parse_input_list(list, inputs);
     // Read and check every input before running anything: a bad file fails before any output.
     std::vector<std::vector<std::vector<unsigned char>>> feeds;
     for (const Run& r : runs) {
         feeds.emplace_back();
-        for (size_t k = 0; k < inputs.size(); ++k) feeds.back().push_back(read_raw(r[k], inputs[k], list));
+        for (size_t k = 0; k < inputs.size(); ++k)
+            feeds.back().push_back(channel_last ? read_raw_channel_last(r[k], inputs[k], list)
+                                                : read_raw(r[k], inputs[k], list));
     }
     const long count = args.count("num_inferences") ? std::atol(args["num_inferences"].c_str())
                                                     : static_cast<long>(runs.size());
@@ -159,7 +173,7 @@ int run(int argc, char** argv) {
             for (size_t i = 0; i < node_ns.size(); ++i) profile.nodes[i].time_us.push_back(static_cast<double>(node_ns[i]) / 1e3);
         }
         for (size_t k = 0; k < outputs.size(); ++k) {
-            const auto bytes = to_float32(results[k].data(), outputs[k]);
+            const auto bytes = native_out ? results[k] : to_float32(results[k].data(), outputs[k]);
             write_file(out_dir + "/Result_" + std::to_string(n) + "/" + safe_name(outputs[k].name) + ".raw",
                        bytes.data(), bytes.size());
         }

@@ -35,6 +35,10 @@ std::vector<Run> parse_input_list(const std::string& path, const std::vector<IOI
 // A raw file's bytes; its size must be exactly the input's.
 std::vector<unsigned char> read_raw(const std::string& path, const IOInfo& info, const std::string& where);
 
+// An input of rank >= 3 whose raw file is channel-last (NHWC, as QNN-converted models take them),
+// transposed to the model's channel-first layout; lower ranks are read as they are.
+std::vector<unsigned char> read_raw_channel_last(const std::string& path, const IOInfo& info, const std::string& where);
+
 // An output as little-endian float32 bytes (every dtype converted as numpy's astype does).
 std::vector<unsigned char> to_float32(const void* data, const IOInfo& info);
 
