@@ -12,7 +12,7 @@ graphs on the npu.
 
 # Mirror of kByteMovers in qnn_build/runtime/npu/registry.cpp.
 BYTE_MOVERS = frozenset({"Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile",
-                         "DepthToSpace", "SpaceToDepth"})
+                         "DepthToSpace", "SpaceToDepth", "GatherElements", "GatherND"})
 
 # npu kernels without convert-time parameters (no entry in npu_lowering/lower.py RULES).
 PARAMLESS_KERNELS = frozenset({"ArgMax", "ArgMin"})

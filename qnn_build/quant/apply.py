@@ -18,7 +18,7 @@ from .ranges import choose_range, weight_absmax
 # Ops whose output holds exactly values of their first input: it keeps the input's encoding, so the
 # integer backend moves bytes without requantizing.
 PASS_THROUGH = {"Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile", "Pad",
-                "DepthToSpace", "SpaceToDepth", "MaxPool", "GlobalMaxPool"}
+                "DepthToSpace", "SpaceToDepth", "MaxPool", "GlobalMaxPool", "GatherElements", "GatherND"}
 
 
 @dataclass

@@ -39,7 +39,7 @@ static const KernelTable* const kNpuFamilies[] = {
 
 static const std::unordered_set<std::string> kByteMovers = {
     "Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile", "DepthToSpace",
-    "SpaceToDepth",
+    "SpaceToDepth", "GatherElements", "GatherND",
 };
 
 // Every output holds its input's codes unchanged (same dtype and encoding: PASS_THROUGH), so moving

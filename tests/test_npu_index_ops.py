@@ -1,0 +1,72 @@
+"""Issue 16's ops on the npu. The index ops that only move elements of one tensor (GatherElements,
+GatherND) keep its encoding (quant PASS_THROUGH) and run on its integer codes, so the npu equals the
+cpu simulation bit for bit. Comparisons and TopK have no integer form here and are kept in fp16 by
+--float-fallback (docs/npu.md (N42)); the model then agrees with the cpu simulation within a few of
+its outputs' LSBs."""
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from qnn_build.convert import convert
+from qnn_build.runtime.binding import Model
+from qnn_build.toolchain import build_model_lib
+
+RNG = np.random.default_rng(0)
+
+
+def save(tmp_path, nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    np.savez(tmp_path / "calib.npz", x=RNG.standard_normal((16, 1, 6, 8)).astype(np.float32))
+    return tmp_path / "m.onnx", tmp_path / "calib.npz"
+
+
+def build(tmp_path, src, calib, **kw):
+    desc = convert(src, tmp_path / "o", precision="w8a8", calibration=calib, **kw)
+    return desc, build_model_lib(tmp_path / "o/model.cpp", tmp_path / "o/model.bin", tmp_path / "libm.so")
+
+
+def test_gathers_run_on_codes_and_equal_the_cpu_simulation(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 3])
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]),
+             helper.make_node("GatherElements", ["a", "cols"], ["b"], axis=2),
+             helper.make_node("GatherND", ["b", "rows"], ["c"], batch_dims=1),
+             helper.make_node("Add", ["c", "k2"], ["y"])]
+    inits = {"k": RNG.standard_normal((6, 8)).astype(np.float32),
+             "cols": RNG.integers(0, 8, (1, 6, 3)).astype(np.int64),
+             "rows": RNG.integers(0, 6, (1, 6, 1)).astype(np.int64), "k2": np.float32(0.25)}
+    src, calib = save(tmp_path, nodes, [x], [y], inits)
+    np.savez(calib, x=RNG.standard_normal((16, 1, 6, 8)).astype(np.float32))
+    desc, lib = build(tmp_path, src, calib)
+    assert not desc.get("float_fallback")
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        for _ in range(3):
+            feed = {"x": RNG.standard_normal((1, 6, 8)).astype(np.float32)}
+            assert npu.run(feed)["y"].tobytes() == cpu.run(feed)["y"].tobytes()
+
+
+def test_comparisons_where_and_topk_fall_back_to_fp16(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8])
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 8]),
+            helper.make_tensor_value_info("top", TensorProto.FLOAT, [1, 6, 3]),
+            helper.make_tensor_value_info("idx", TensorProto.INT64, [1, 6, 3])]
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]),
+             helper.make_node("Greater", ["a", "zero"], ["positive"], name="greater"),
+             helper.make_node("Where", ["positive", "a", "x"], ["w"], name="where"),
+             helper.make_node("Sigmoid", ["w"], ["y"]),
+             helper.make_node("TopK", ["a", "three"], ["top", "idx"], name="topk")]
+    inits = {"k": RNG.standard_normal((6, 8)).astype(np.float32), "zero": np.float32(0.0),
+             "three": np.array([3], np.int64)}
+    src, calib = save(tmp_path, nodes, [x], outs, inits)
+    desc, lib = build(tmp_path, src, calib, float_fallback=True)
+    assert {f["op"] for f in desc["float_fallback"]} == {"Greater", "TopK"}  # Where has an npu kernel
+    scale = {o["name"]: o["encoding"]["scale"] for o in desc["outputs"] if "scale" in o.get("encoding", {})}
+    assert "top" not in scale  # TopK's values stay fp16: an fp16 output
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        for _ in range(3):
+            feed = {"x": RNG.standard_normal((1, 6, 8)).astype(np.float32)}
+            got, want = npu.run(feed), cpu.run(feed)
+            np.testing.assert_allclose(got["y"], want["y"], atol=3 * scale["y"])
+            np.testing.assert_allclose(got["top"], want["top"], rtol=2e-3, atol=3 * scale["y"])
