@@ -20,9 +20,10 @@ _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUnifo
 _MAX_FOLDED_BYTES = 1 << 30
 
 
-# Ops onnx's shape inference leaves untyped (function ops without an inference rule) whose first
-# output has their first input's type and shape.
-_SHAPE_OF_INPUT0 = {"GroupNormalization"}
+# Ops onnx's shape inference leaves untyped whose first output has their first input's type and
+# shape: function ops without an inference rule, and the ops ir/contrib_ops.py emits below the opset
+# that defines them (Gelu: 20, LayerNormalization: 17).
+_SHAPE_OF_INPUT0 = {"GroupNormalization", "Gelu", "LayerNormalization"}
 
 
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -8,6 +8,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import ConvertError
+from .contrib_ops import expand_contrib_ops
 from .fold import fold_to_fixed_point, static_shapes
 from .graph import Graph, Node, Tensor
 
@@ -48,6 +49,7 @@ def import_onnx(model: onnx.ModelProto, input_dims: dict[str, list[int]] | None 
     _drop_initializer_inputs(model)
     _pin_dims(model, input_dims or {}, source)
     _pin_values(model, input_values or {}, source)
+    expand_contrib_ops(model, opset)
     if out_nodes:
         _set_outputs(model, out_nodes, source)
     model = fold_to_fixed_point(model)
