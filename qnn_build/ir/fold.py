@@ -1,5 +1,6 @@
 """Folding at the ONNX level, repeated to a fixed point: constants, shape subgraphs, and If nodes
-whose condition became known once inputs were pinned.
+whose condition became known once inputs were pinned (an If whose condition stays data is computed
+both ways and selected with Where).
 
 Shapes come from onnx's own shape inference; constant nodes are evaluated by onnx's reference
 implementation (reference.py), so every op onnx knows can fold without a rule of ours.
@@ -65,11 +66,45 @@ def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
 
 
 def fold_to_fixed_point(model: onnx.ModelProto, max_rounds: int = 50) -> onnx.ModelProto:
+    """Fold until nothing changes. An If whose condition stays data is then computed both ways and
+    selected with Where (each output's branches must agree on its shape), and folding resumes."""
+    selects: list[tuple[str, str, str, str]] = []
     for _ in range(max_rounds):
         model = infer_shapes(model)
-        if not _fold_once(model):
-            return model
+        if not _fold_once(model) and not _select_data_ifs(model, selects):
+            break
+    _check_selects(model, selects)
     return model
+
+
+def _select_data_ifs(model: onnx.ModelProto, selects: list) -> bool:
+    """Every If left (its condition is not a constant) becomes both branches and a Where per output."""
+    g = model.graph
+    if not any(n.op_type == "If" for n in g.node):
+        return False
+    nodes = []
+    for node in g.node:
+        if node.op_type != "If":
+            nodes.append(node)
+            continue
+        (then_nodes, then_outs), (else_nodes, else_outs) = _branch(node, True), _branch(node, False)
+        nodes += then_nodes + else_nodes
+        name = node.name or node.output[0]
+        for out, a, b in zip(node.output, then_outs, else_outs):
+            nodes.append(helper.make_node("Where", [node.input[0], a, b], [out], name=f"{name}/select/{out}"))
+            selects.append((name, out, a, b))
+    del g.node[:]
+    g.node.extend(nodes)
+    return True
+
+
+def _check_selects(model: onnx.ModelProto, selects: list) -> None:
+    shapes = static_shapes(model)
+    for name, out, a, b in selects:
+        if shapes.get(a) is not None and shapes.get(b) is not None and shapes[a] != shapes[b]:
+            raise ConvertError(f"node '{name}' (If): its condition depends on the data, and its branches give "
+                               f"'{out}' different shapes ({list(shapes[a])} and {list(shapes[b])}); pin the inputs "
+                               f"the condition comes from with --input-value so that it folds")
 
 
 def _fold_once(model: onnx.ModelProto) -> bool:
@@ -142,6 +177,14 @@ def _try_fold(node, consts, shapes, opset, model):
 
 
 def _inline_if(node: onnx.NodeProto, condition: bool) -> list[onnx.NodeProto]:
+    nodes, outs = _branch(node, condition)
+    prefix = f"{node.name or node.output[0]}/{'then' if condition else 'else'}/"
+    return nodes + [helper.make_node("Identity", [o], [out], name=f"{prefix}{out}/out")
+                    for out, o in zip(node.output, outs)]
+
+
+def _branch(node: onnx.NodeProto, condition: bool) -> tuple[list[onnx.NodeProto], list[str]]:
+    """One branch of an If as nodes of the outer graph, and the names of its outputs there."""
     branch = next(a.g for a in node.attribute if a.name == ("then_branch" if condition else "else_branch"))
     prefix = f"{node.name or node.output[0]}/{'then' if condition else 'else'}/"
     # Names defined inside the branch get a prefix; names from the outer scope are kept.
@@ -160,10 +203,7 @@ def _inline_if(node: onnx.NodeProto, condition: bool) -> list[onnx.NodeProto]:
         copy.output[:] = [rename.get(o, o) for o in n.output]
         _rename_in_subgraphs(copy, rename)
         nodes.append(copy)
-    for out, branch_out in zip(node.output, branch.output):
-        nodes.append(helper.make_node("Identity", [rename.get(branch_out.name, branch_out.name)], [out],
-                                      name=f"{prefix}{out}/out"))
-    return nodes
+    return nodes, [rename.get(o.name, o.name) for o in branch.output]
 
 
 def _rename_in_subgraphs(node: onnx.NodeProto, rename: dict[str, str]) -> None:
