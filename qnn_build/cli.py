@@ -138,28 +138,28 @@ def cmd_model_lib(args) -> None:
 
 
 def cmd_context_binary(args) -> None:
-    from .runtime.context import build_context
+    from .backends import get_backend
 
     _load_config(args, {"backend": "cpu"})
     for flag, value in (("--model", args.model), ("-o", args.output)):
         if not value:
             raise QnnBuildError(f"context-binary needs {flag}")
-    info = build_context(args.model, args.output, backend=args.backend, runtime=args.runtime, target=args.target,
-                         precision=args.precision)
-    _say(args, f"built {args.output} for {args.backend} on {info['target']}: {info['file_bytes']} bytes; "
-               f"activation arena {info['arena_bytes']} bytes (all tensors apart: {info['tensor_bytes']}); "
-               f"kernels' scratch {info['scratch_bytes']} bytes")
+    backend = get_backend(args.backend)
+    placement = backend.placement(args.target)
+    info = backend.build_context(args.model, args.output, placement=placement, precision=args.precision,
+                                 runtime=args.runtime)
+    _say(args, f"built {args.output} for {backend.name} on {placement.name}: {info['summary']}")
 
 
 def _model_source(args, step: str) -> dict:
-    """--model or --retrieve-context (exactly one) as Model() arguments."""
+    """--model or --retrieve-context (exactly one) as Backend.load() arguments."""
     if bool(args.model) == bool(args.retrieve_context):
         raise QnnBuildError(f"{step} needs --model or --retrieve-context (one of them)")
-    return {"model_lib": args.model, "context": args.retrieve_context}
+    return {"model": args.model, "context": args.retrieve_context}
 
 
 def cmd_net_run(args) -> None:
-    from .runtime.binding import Model
+    from .backends import get_backend
     from .runtime.netrun import net_run
 
     _load_config(args, {"backend": "cpu", "threads": 1})
@@ -167,8 +167,8 @@ def cmd_net_run(args) -> None:
     for flag, value in (("--input-list", args.input_list), ("--output-dir", args.output_dir)):
         if not value:
             raise QnnBuildError(f"net-run needs {flag}")
-    model = Model(**source, backend=args.backend, threads=args.threads, runtime=args.runtime,
-                  precision=args.precision if args.model else None)
+    model = get_backend(args.backend).load(**source, threads=args.threads, runtime=args.runtime,
+                                           precision=args.precision)
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling_level=args.profiling_level, native_inputs=bool(args.use_native_input_files),
                       native_outputs=bool(args.use_native_output_files), input_layout=args.input_layout or "NCHW")
@@ -219,7 +219,7 @@ def cmd_test(args) -> None:
     for flag, value in (("--reference", args.reference), ("--data", args.data), ("-o", args.output)):
         if not value:
             raise QnnBuildError(f"test needs {flag}")
-    result = run_test(source["model_lib"], args.reference, args.data, args.output, backend=args.backend,
+    result = run_test(source["model"], args.reference, args.data, args.output, backend=args.backend,
                       runtime=args.runtime, labels=args.labels, samples=args.samples,
                       thresholds=_mapping(args.thresholds), name=args.name or "", precision=args.precision or "",
                       target=args.target or "", threads=args.threads, context=source["context"])
@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     x = step("context-binary", "libmodel.so -> model.ctx: the graph finalized on a backend, serialized "
                                "(docs/context-binary.md)", cmd_context_binary)
-    x.add_argument("--backend", choices=["cpu", "npu"], help="backend to finalize on (default cpu)")
+    x.add_argument("--backend", help="backend to finalize on: a configs/backends/ name (default cpu)")
     x.add_argument("--model", help="the model library (libmodel.so)")
     x.add_argument("-o", "--output", help="the context binary to write (model.ctx; also writes model.ctx.json)")
     x.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--precision", help="refuse a model library converted at another precision")
 
     n = step("net-run", "run a model library or a context binary over an input list", cmd_net_run)
-    n.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
+    n.add_argument("--backend", help="backend to run on: a configs/backends/ name (default cpu)")
     n.add_argument("--model", help="the model library (libmodel.so)")
     n.add_argument("--retrieve-context", metavar="CTX", help="run from this context binary instead of --model")
     n.add_argument("--precision", help="refuse a model library converted at another precision")
@@ -398,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
              cmd_test)
     t.add_argument("--model", help="the model library (libmodel.so)")
     t.add_argument("--retrieve-context", metavar="CTX", help="run from this context binary instead of --model")
-    t.add_argument("--backend", choices=["cpu", "npu"], help="backend to run on (default cpu)")
+    t.add_argument("--backend", help="backend to run on: a configs/backends/ name (default cpu)")
     t.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
     t.add_argument("--reference", help="reference .npz from `qnn-build reference`")
     t.add_argument("--data", help="test data .npz (as for reference)")

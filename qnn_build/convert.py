@@ -10,10 +10,12 @@ from pathlib import Path
 
 from . import __version__
 from .atomic import write_bytes, write_text
-from .codegen.cpp import dtype_name, generate_cpp, supported_dtype
+from .backends import get_backend
+from .codegen.cpp import generate_cpp
 from .codegen.qdq import qdq_bytes
 from .codegen.weights import pack_weights
 from .errors import ConvertError, QnnBuildError
+from .ir.dtypes import dtype_name, supported_dtype
 from .ir.graph import Graph
 from .ir.onnx_import import import_onnx, load_onnx
 from .ir.bias_fusion import fuse_matmul_bias
@@ -26,6 +28,10 @@ from .quant.cle import equalize
 from .quant.encodings_json import encodings_document, load_overrides
 from .quant.fallback import apply_float_fallback, float_constants
 from .quant.qdq_import import implied_precision, strip_qdq
+
+
+# --float-fallback keeps in fp16 the nodes this backend cannot run in integers (the option's meaning).
+FLOAT_FALLBACK_BACKEND = "npu"
 
 
 def build_graph(source, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,
@@ -126,7 +132,9 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
         except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in
             raise QnnBuildError(f"{source}: {e}") from None
         if float_consts is not None:  # hook: --float-fallback, after quantization
-            extra["float_fallback"] = apply_float_fallback(graph, float_consts)
+            npu = get_backend(FLOAT_FALLBACK_BACKEND)
+            extra["float_fallback"] = apply_float_fallback(graph, float_consts,
+                                                           lambda op: npu.supports_op(op, prec.name))
         if prec.is_quantized:
             add_npu_params(graph)
     if qdq:  # before anything is written: a graph the export refuses leaves no partial output

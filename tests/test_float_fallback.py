@@ -1,6 +1,6 @@
 """`convert --float-fallback`: nodes the npu has no integer kernel for are kept in fp16 behind
 converter-inserted Quantize/Dequantize nodes, run on the npu, and agree with the cpu simulation.
-Also: the Python list of npu ops (npu_lowering/support.py) agrees with the runtime's registry."""
+Also: the Python list of npu ops (backends/npu.py) agrees with the runtime's registry."""
 
 import json
 import re
@@ -14,10 +14,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from qnn_build.backends.npu import BOUNDARY_OPS, integer_ops
 from qnn_build.cli import main as cli_main
 from qnn_build.convert import convert
 from qnn_build.errors import RuntimeFailure
-from qnn_build.npu_lowering.support import BOUNDARY_OPS, BYTE_MOVERS, npu_integer_ops
+from qnn_build.ops.kinds import BYTE_MOVERS
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import RUNTIME_DIR, build_model_lib
 
@@ -37,7 +38,7 @@ CANDIDATES = {
 
 
 def fallback_ops():
-    missing = [op for op in CANDIDATES if op not in npu_integer_ops()]
+    missing = [op for op in CANDIDATES if op not in integer_ops()]
     if len(missing) < 2:
         pytest.skip("the candidate ops have npu integer kernels now: extend CANDIDATES")
     return missing[0], missing[1]
@@ -153,7 +154,7 @@ def test_fallback_graph_rewrite(tmp_path):
     floats = float_constants(graph)
     quantize_graph(graph, PRECISIONS["w8a8"], stats, QuantOptions())
     assert graph.tensor("W").dtype == np.int8  # quantized first
-    kept = apply_float_fallback(graph, floats)
+    kept = apply_float_fallback(graph, floats, lambda op: op in integer_ops())
     assert kept == [{"name": "lstm_fp16", "op": "LSTM"}]
     node = next(n for n in graph.nodes if n.op_type == "LSTM")
     for k, name in ((1, "W"), (2, "R"), (3, "B")):
@@ -256,7 +257,7 @@ def test_zoo_recurrent_models_run_on_npu(tmp_path, name):
     assert np.mean(pred_npu == labels) >= FLOAT_ACCURACY[name] - 0.01
 
 
-# ---- npu_lowering/support.py against the runtime's registry ----
+# ---- backends/npu.py against the runtime's registry ----
 
 PROBE_CPP = r"""
 #include <cstring>
@@ -327,10 +328,10 @@ def test_byte_movers_mirror_the_npu_registry():
 
 def test_support_set_matches_runtime_registry(tmp_path):
     """Every op with a cpu or npu kernel table entry (and every op Python lists) is finalized as a
-    one-node graph on the npu: 'no npu kernel' exactly for the ops npu_integer_ops() leaves out."""
+    one-node graph on the npu: 'no npu kernel' exactly for the ops integer_ops() leaves out."""
     cpu_ops = _table_ops((RUNTIME_DIR / "cpu").glob("*.cpp"))
     npu_table_ops = _table_ops((RUNTIME_DIR / "npu").glob("*.cpp"))
-    supported = npu_integer_ops()
+    supported = integer_ops()
     assert BOUNDARY_OPS <= supported
     ops = sorted(cpu_ops | npu_table_ops | supported | {"NoSuchOp"})
     (tmp_path / "probe.cpp").write_text(PROBE_CPP)
@@ -347,5 +348,5 @@ def test_support_set_matches_runtime_registry(tmp_path):
     # A byte mover runs the cpu kernel, so it is found where the cpu has one.
     expected = {op: op in supported and (op not in BYTE_MOVERS or op in cpu_ops) for op in ops}
     wrong = {op: found[op] for op in ops if found[op] != expected[op]}
-    assert not wrong, (f"npu_lowering/support.py disagrees with the runtime for {wrong} (True: the runtime has a "
+    assert not wrong, (f"backends/npu.py disagrees with the runtime for {wrong} (True: the runtime has a "
                        f"kernel): add the op's rule to npu_lowering/lower.py FAMILIES or fix the registry")

@@ -1,5 +1,5 @@
 """Issue 16's ops on the npu. The index ops that only move elements of one tensor (GatherElements,
-GatherND) keep its encoding (quant PASS_THROUGH) and run on its integer codes, so the npu equals the
+GatherND) keep its encoding (ops/kinds.py VALUE_KEEPERS) and run on its integer codes, so the npu equals the
 cpu simulation bit for bit. Comparisons and TopK have no integer form here and are kept in fp16 by
 --float-fallback (docs/npu.md (N42)); the model then agrees with the cpu simulation within a few of
 its outputs' LSBs."""

@@ -188,6 +188,7 @@ def test_release_refuses_a_failed_test(built, tmp_path):
 ENTRY_MODULES = {
     "convert": ["qnn_build.cli", "qnn_build.convert"],
     "model-lib": ["qnn_build.cli", "qnn_build.toolchain"],
+    "context-binary": ["qnn_build.cli", "qnn_build.backends"],
     "runtime": ["qnn_build.cli", "qnn_build.toolchain"],
     "reference": ["qnn_build.cli", "qnn_build.report.reference"],
     "test": ["qnn_build.cli", "qnn_build.report.testrun", "qnn_build.runtime.binding"],

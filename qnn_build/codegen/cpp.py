@@ -11,21 +11,12 @@ import numpy as np
 from onnx import helper
 
 from .. import __version__
+from ..ir.dtypes import DTYPE_ENUM
 from ..ir.graph import Graph
 from .weights import WeightEntry
 
-_DTYPE_ENUM = {
-    np.dtype(np.float32): "QNNB_FLOAT32", np.dtype(np.uint8): "QNNB_UINT8", np.dtype(np.int8): "QNNB_INT8",
-    np.dtype(np.uint16): "QNNB_UINT16", np.dtype(np.int16): "QNNB_INT16", np.dtype(np.int32): "QNNB_INT32",
-    np.dtype(np.int64): "QNNB_INT64", np.dtype(np.bool_): "QNNB_BOOL", np.dtype(np.float16): "QNNB_FLOAT16",
-}
-
 PRECISION_SYMBOL = "qnnb_model_precision"
 BIN_SYMBOL = "qnnb_model_bin"
-
-
-def supported_dtype(dtype) -> bool:
-    return np.dtype(dtype) in _DTYPE_ENUM
 
 
 def c_string(text: str) -> str:
@@ -94,7 +85,7 @@ def _encoding_lines(enc, tid: int) -> str:
 def tensor_dtype_enum(t) -> str:
     if t.is_const and t.encoding is not None and not t.encoding.is_float and t.encoding.bitwidth == 4:
         return "QNNB_INT4"
-    return _DTYPE_ENUM[np.dtype(t.dtype)]
+    return DTYPE_ENUM[np.dtype(t.dtype)]
 
 
 def generate_cpp(graph: Graph, weights: dict[str, WeightEntry], precision: str = "fp32") -> str:
@@ -165,10 +156,6 @@ extern "C" QNNB_EXPORT qnnb_status qnnb_model_compose(const qnnb_compose_api* ap
     qnnb_tensor_id t[{max(len(ids), 1)}];
 """
     return head + "\n".join(body) + "\n}\n"
-
-
-def dtype_name(dtype) -> str:
-    return np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else "bool"
 
 
 def onnx_code(dtype) -> int:

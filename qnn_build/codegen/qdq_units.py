@@ -6,7 +6,7 @@ activation inputs and outputs share one type (uint8, uint16, ...), a move keeps 
 and zero point, and a Conv/Gemm bias is int32. Our graph mixes types where the quantizer chose so
 (the 16-bit recurrence read by an 8-bit head, 16-bit added constants beside 8-bit activations),
 so per node:
-- moves (quant/apply.py PASS_THROUGH): an output encoding other than the input's is applied
+- moves (ops/kinds.py VALUE_KEEPERS): an output encoding other than the input's is applied
   before the move; a move commutes with elementwise quantization, so the result is the same;
 - other nodes compute at the widest activation type they touch: a narrower input is re-expressed
   over its own range at more bits (8 -> 16: scale / 257, offset * 257, the same values), a
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..quant.apply import PASS_THROUGH
+from ..ops.kinds import VALUE_KEEPERS
 from ..quant.encoding import Encoding, activation_encoding
 
 
@@ -151,7 +151,7 @@ def plan(node: Node, graph: Graph) -> Plan:
     outs = [k for k, o in enumerate(node.outputs) if o and is_int(graph.tensor(o).encoding)]
     if not act and not outs:
         return Plan(ins, [])
-    if node.op_type in PASS_THROUGH:
+    if node.op_type in VALUE_KEEPERS:
         out_enc = graph.tensor(node.outputs[0]).encoding
         if 0 in act and is_int(out_enc) and not same(tensors[0].encoding, out_enc):
             ins[0] = out_enc  # requantize, then move

@@ -7,21 +7,12 @@ float32 to OUT/Result_K/<file-safe output name>.raw (runtime/netrun.py).
 """
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import QnnBuildError
-
-
-@dataclass(frozen=True)
-class IOInfo:
-    """A model input or output as every backend's session describes it; what an input list's raw
-    files are checked against."""
-    name: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
+from .model_io import IOInfo
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")

@@ -9,7 +9,7 @@ DepthToSpace and SpaceToDepth are a Transpose of a reshaped view (param `in_shap
 import numpy as np
 from onnx import helper
 
-from ..codegen.cpp import supported_dtype
+from ..ir.dtypes import supported_dtype
 from ..ir.graph import Node
 from .base import OpRule, norm_axis, optional_const, rank_of, require_const, same, unsupported
 

@@ -8,17 +8,13 @@ import numpy as np
 
 from ..errors import QnnBuildError
 from ..ir.graph import Graph, Node
+from ..ops.kinds import VALUE_KEEPERS
 from .calibrate import Stats
 from .encoding import (Encoding, activation_encoding, bias_encoding, fp16_encoding, headroom, quantize,
                        storage_dtype, symmetric_encoding)
 from .gptq import gptq_quantize
 from .precision import Precision
 from .ranges import choose_range, weight_absmax
-
-# Ops whose output holds exactly values of their first input: it keeps the input's encoding, so the
-# integer backend moves bytes without requantizing.
-PASS_THROUGH = {"Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile", "Pad",
-                "DepthToSpace", "SpaceToDepth", "MaxPool", "GlobalMaxPool", "GatherElements", "GatherND"}
 
 
 @dataclass
@@ -157,7 +153,7 @@ def _saturation_bound(graph, name, consumers):
     for u in users:
         if u.op_type in SATURATES_AT:
             bounds.append(SATURATES_AT[u.op_type])
-        elif u.op_type in PASS_THROUGH and u.inputs[0] == name:
+        elif u.op_type in VALUE_KEEPERS and u.inputs[0] == name:
             bounds += [_saturation_bound(graph, o, consumers) for o in u.outputs if o]
         else:
             return None
@@ -202,7 +198,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
         bits = rec_bits if name in graph.recurrent else precision.act_bits
         if name in pinned:
             t.encoding = pinned[name](stats.get(name) if stats else None, bits)
-        elif node is not None and node.op_type in PASS_THROUGH and _inherits(graph.tensor(node.inputs[0]), bits):
+        elif node is not None and node.op_type in VALUE_KEEPERS and _inherits(graph.tensor(node.inputs[0]), bits):
             t.encoding = graph.tensor(node.inputs[0]).encoding
         elif graph.recurrent.get(name) in shared:
             lo, hi = _widened_or_saturated(graph, name, consumers, *shared[graph.recurrent[name]], bits)

@@ -1,7 +1,8 @@
 """`--float-fallback`: nodes the npu has no integer kernel for are kept in fp16.
 
-After quantization, every node whose op is not in npu_lowering.support.npu_integer_ops() and that touches an
-integer-encoded activation is kept in fp16 (docs/quantization.md "Float fallback", docs/npu.md
+After quantization, every node whose op the integer backend cannot run (`runs_in_integers(op_type)`,
+handed in by convert: the npu's backends/npu.py) and that touches an integer-encoded activation is
+kept in fp16 (docs/quantization.md "Float fallback", docs/npu.md
 (N40)-(N42)):
 - its float activations get the fp16 encoding; its float constants are stored as float16 (from
   their float values, not from the integers quantization made of them);
@@ -12,10 +13,11 @@ integer-encoded activation is kept in fp16 (docs/quantization.md "Float fallback
   from the node's new fp16 output; fallback consumers read the fp16 tensor directly.
 """
 
+from typing import Callable
+
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..npu_lowering.support import npu_integer_ops
 from .encoding import fp16_encoding
 
 
@@ -30,17 +32,16 @@ def _int_activation(graph: Graph, name: str) -> bool:
             and not t.encoding.is_float)
 
 
-def fallback_nodes(graph: Graph, supported=None) -> list[Node]:
-    """Nodes without an npu integer kernel that read or write an integer activation."""
-    supported = npu_integer_ops() if supported is None else supported
-    return [n for n in graph.nodes if n.op_type not in supported
+def fallback_nodes(graph: Graph, runs_in_integers: Callable[[str], bool]) -> list[Node]:
+    """Nodes without an integer kernel that read or write an integer activation."""
+    return [n for n in graph.nodes if not runs_in_integers(n.op_type)
             and any(_int_activation(graph, x) for x in n.inputs + n.outputs)]
 
 
-def apply_float_fallback(graph: Graph, float_consts: dict, supported=None) -> list[dict]:
+def apply_float_fallback(graph: Graph, float_consts: dict, runs_in_integers: Callable[[str], bool]) -> list[dict]:
     """Keep the fallback nodes in fp16 and insert the boundary nodes. Returns [{"name", "op"}] of the
     nodes kept in fp16, in graph order."""
-    fallback = fallback_nodes(graph, supported)
+    fallback = fallback_nodes(graph, runs_in_integers)
     if not fallback:
         return []
     fb = {id(n) for n in fallback}

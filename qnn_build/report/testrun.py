@@ -16,6 +16,7 @@ import json
 import numpy as np
 
 from ..atomic import write_text
+from ..backends import get_backend
 from ..errors import QnnBuildError
 from . import metrics
 from ..data.npz import open_npz, sample, sample_count
@@ -32,12 +33,10 @@ class TestFailed(QnnBuildError):
 def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=None, labels=None,
              samples=None, thresholds=None, name="", precision="", target="", threads=1,
              context=None) -> dict:
-    from ..runtime.binding import Model
-
     thresholds = dict(thresholds or {})
     _check_threshold_keys(thresholds)
-    model = Model(model_lib, backend=backend, threads=threads, runtime=runtime, context=context,
-                  precision=precision if model_lib else None)
+    model = get_backend(backend).load(model_lib, context=context, threads=threads, runtime=runtime,
+                                      precision=precision or None)
     data = open_npz(data_path, "test data")
     ref = open_npz(reference, "reference")
     count = sample_count(data, [i.name for i in model.inputs], samples, data_path)

@@ -4,14 +4,13 @@ import ctypes
 import math
 import os
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 from onnx import helper
 
-from ..data.input_list import IOInfo
+from ..data.model_io import IOInfo, NodeInfo
 from ..errors import QnnBuildError, RuntimeFailure
 
 QNNB_MAX_RANK = 8
@@ -19,15 +18,6 @@ QNNB_MAX_RANK = 8
 # arrays already hold: copying that little costs less than asking numpy for an array's address.
 _STAGED_BYTES = 1 << 14
 _COMPOSE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node of a finalized schedule (what a detailed profile times)."""
-    name: str
-    op: str
-    fused: str  # the activation fused into it at finalize ("" when none)
-    outputs: tuple[tuple[int, ...], ...]  # output shapes; () for an absent optional output
 
 
 # --profiling-level names -> qnnb_profiling_level

@@ -2,10 +2,11 @@
 so SCons, ninja and a person at a shell run the same thing.
 
     builder        target (emitter names the outputs)            sources, in this order
-    QnnRuntime     DIR -> DIR/libqnnb.so, DIR/lib<blas>.so,       (default: the runtime's C++ sources)
-                   DIR/runtime.key, DIR/include/qnnb.h,
-                   DIR/qnn-net-run ($QNNB_TARGET: that target's
-                   runtime library and runner instead)
+    QnnRuntime     DIR -> DIR/libqnnb.so, DIR/qnn-net-run,         (default: the runtime's C++ sources)
+                   DIR/runtime.key, DIR/include/qnnb.h
+                   (+ DIR/lib<blas>.so with an OpenBLAS GEMM;
+                   $QNNB_TARGET: that target's runtime library
+                   and runner instead)
     QnnConvert     DIR -> DIR/model.cpp, model.bin, model.json    convert.config.json, model.onnx[, calibration,
                    (+ model.encodings.json unless fp32)          overrides]
     QnnModelLib    libmodel.so (model.dll, ... for $QNNB_TARGET) model.cpp, model.bin[, model_lib config]
@@ -25,6 +26,8 @@ import SCons.Action
 import SCons.Builder
 import SCons.Node.FS
 
+from ..backends import get_backend
+from ..toolchain import get_target, openblas, runner_sources, runtime_headers, runtime_sources
 from . import ninja, progress, stamps
 
 STEP = "$( $QNNB_PYTHON $) -m qnn_build"
@@ -69,27 +72,23 @@ def _with_stamp(step: str):
         source = list(source) + ([stamp] if stamp not in source else [])
         progress.STEP_TARGETS.add(target[0])
         # ninja (SCons' ninja tool): the same one-line text, and a rule that re-stats outputs.
-        target[0].attributes.ninja_build_callback = ninja.describe_with(step, target, source)
-        ninja.setup(env)
+        target[0].attributes.ninja_build_callback = ninja.describe_with(comstr_var(step), target, source)
+        ninja.setup(env, [var for var, _, _ in COMMANDS.values()])
         return target, source
 
     return emit
 
 
 def _runtime_emitter(target, source, env):
-    """The host: libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h, qnn-net-run. A cross target
-    ($QNNB_TARGET): its runtime library, runner, runtime.key, include/qnnb.h."""
-    from ..toolchain import get_target
-    from ..toolchain import openblas, runner_sources, runtime_headers, runtime_sources
-
+    """[runtime library, runner, runtime.key, include/qnnb.h] of the target ($QNNB_TARGET, default the
+    host), then the OpenBLAS library it links when its GEMM is OpenBLAS's."""
     folder = target[0]
     where = get_target(env.subst("$QNNB_TARGET"))
-    key, header = folder.File("runtime.key"), folder.Dir("include").File("qnnb.h")
-    if where.is_host:
-        _, _, blas = openblas()
-        files = [folder.File("libqnnb.so"), folder.File(f"lib{blas}.so"), key, header, folder.File(where.runner)]
-    else:
-        files = [folder.File(where.runtime_lib), folder.File(where.runner), key, header]
+    library = where.runtime_lib if not where.is_host else "libqnnb.so"
+    files = [folder.File(library), folder.File(where.runner), folder.File("runtime.key"),
+             folder.Dir("include").File("qnnb.h")]
+    if where.gemm == "openblas":
+        files.append(folder.File(f"lib{openblas()[2]}.so"))
     if not source:
         source = [env.File(str(p)) for p in runtime_sources(where) + runtime_headers() + runner_sources()]
     return _with_stamp("runtime")(files, source, env)
@@ -98,7 +97,6 @@ def _runtime_emitter(target, source, env):
 def _cross(env):
     """`--target T` for a step built for a target other than the host; nothing on the host (so host
     command lines, and their signatures, are what they always were)."""
-    from ..toolchain import get_target
     name = env.subst("$QNNB_TARGET")
     return [] if get_target(name).is_host else ["--target", name]
 
@@ -125,9 +123,10 @@ def _convert_emitter(target, source, env):
 
 
 def _context_emitter(target, source, env):
-    """model.ctx and its sidecar model.ctx.json (the memory plan)."""
-    ctx = target[0]
-    return _with_stamp("context-binary")([ctx, ctx.dir.File(ctx.name + ".json")], source, env)
+    """Every file the backend's context step writes (Backend.context_files): for cpu and npu,
+    model.ctx and its sidecar model.ctx.json (the memory plan)."""
+    files = get_backend(env.subst("$QNNB_BACKEND")).context_files(target[0].abspath)
+    return _with_stamp("context-binary")([target[0], *(env.File(str(f)) for f in files[1:])], source, env)
 
 
 def _test_meta(env):

@@ -11,20 +11,19 @@
 
 import functools
 
-from . import builders
-
 RULE = "QNNB_CMD"
 _done = set()
 
 
-def setup(env) -> None:
-    """Register the rule and map our commands to it, once, when the ninja tool is loaded."""
+def setup(env, command_vars) -> None:
+    """Register the rule and map our commands (the construction variables `command_vars` hold them
+    in) to it, once, when the ninja tool is loaded."""
     if not hasattr(env, "NinjaRuleMapping") or "rule" in _done:
         return
     _done.add("rule")
     env.NinjaRule(RULE, "$env$cmd", description=f"{RULE} $out")
     env["__NINJA_CUSTOM_RULES"][RULE]["restat"] = 1
-    for var, _, _ in builders.COMMANDS.values():
+    for var in command_vars:
         # The builders' actions are `$QNNB_*COM` (lazy): the ninja tool sees them expanded once.
         for pre_subst in (f"${var}", env.get(var)):
             if isinstance(pre_subst, str):
@@ -36,12 +35,13 @@ def _provider(env, node, action, targets, sources, executor=None):
     return RULE, variables, deps
 
 
-def describe_with(step: str, targets, sources):
-    """The node callback the ninja tool calls with each build: sets its description."""
-    return functools.partial(_describe, step, targets, sources)
+def describe_with(comstr_var: str, targets, sources):
+    """The node callback the ninja tool calls with each build: sets its description (the step's
+    one-line text, in the construction variable `comstr_var`)."""
+    return functools.partial(_describe, comstr_var, targets, sources)
 
 
-def _describe(step, targets, sources, env, node, build) -> None:
-    text = env.subst(f"${builders.comstr_var(step)}", target=targets, source=sources)
+def _describe(comstr_var, targets, sources, env, node, build) -> None:
+    text = env.subst(f"${comstr_var}", target=targets, source=sources)
     if build is not None and text:
         build.setdefault("variables", {})["description"] = text

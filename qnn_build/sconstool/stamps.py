@@ -36,16 +36,16 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # The package's files each step runs, relative to the package (a folder: every *.py below it).
 # convert: everything but what it never imports, so a new converter module is covered by default.
 COMMON = ["__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"]
-NOT_CONVERTER = ("sconstool", "report", "spec", "runtime", "toolchain")
+NOT_CONVERTER = ("sconstool", "report")
+# What loading and running a model on a backend imports (and no converter module: backends/npu.py).
+BACKENDS = ["backends", "runtime", "toolchain", "spec", "data"]
 SOURCES = {
     "convert": None,
     "model-lib": COMMON + ["toolchain", "spec", "runtime/include/qnnb.h"],
-    "context-binary": COMMON + ["toolchain", "spec", "data", "runtime/__init__.py", "runtime/binding.py",
-                                "runtime/context.py"],
+    "context-binary": COMMON + BACKENDS,
     "runtime": COMMON + ["toolchain", "spec"],
     "reference": COMMON + ["data", "report/__init__.py", "report/reference.py"],
-    "test": COMMON + ["toolchain", "spec", "data", "report/__init__.py", "report/metrics.py", "report/testrun.py",
-                      "runtime/__init__.py", "runtime/binding.py"],
+    "test": COMMON + BACKENDS + ["report/__init__.py", "report/metrics.py", "report/testrun.py"],
     "release": COMMON + ["report/__init__.py", "report/release.py", "report/manifest.py"],
 }
 PACKAGES = {

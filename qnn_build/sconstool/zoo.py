@@ -11,7 +11,7 @@ changes), then declare, for each available precision, convert -> model-lib, and 
     out/<model>/<precision>/<target>/{model.dll | libmodel.so}   per other target the spec names
     out/<model>/<precision>/<slot>/{model.ctx, model.ctx.json}   the context binary for the slot's backend
     out/<model>/<precision>/<slot>/{test.config.json, test.json}  run from model.ctx
-    out/runtime/<host target>/{libqnnb.so, lib<blas>.so, runtime.key, include/qnnb.h, qnn-net-run}
+    out/runtime/<host target>/{libqnnb.so, qnn-net-run, runtime.key, include/qnnb.h[, lib<blas>.so]}
     out/runtime/<other target>/{qnnb.dll | libqnnb.so, qnn-net-run[.exe], runtime.key, include/qnnb.h}
     out/release/{release.config.json, <zoo>-<version>.tar.gz}
 
@@ -30,6 +30,7 @@ import SCons.Node
 import SCons.Script
 
 from ..atomic import write_text
+from ..backends import CONTEXT_INPUTS, get_backend
 from ..errors import QnnBuildError
 from ..spec import load_spec, load_zoo, resolve, write_step_configs
 from ..spec.resolve import canonical_json
@@ -82,7 +83,7 @@ def qnn_zoo_release(env, target=None):
     config = {
         "zoo": zoo,
         "zoo_version": version,
-        "runtime": {"target": first["host"], "libraries": [_rel(n, root) for n in [*runtime[:2], runtime[4]]],
+        "runtime": {"target": first["host"], "libraries": [_rel(n, root) for n in [*runtime[:2], *runtime[4:]]],
                     "header": _rel(runtime[3], root)},
         "cross_runtimes": _cross_runtimes(env, root),
         "tool_versions": _rel(env.File(str(stamps.ensure(env)["all"])), root),
@@ -91,7 +92,7 @@ def qnn_zoo_release(env, target=None):
     }
     config_path = Path(out.abspath, "release", "release.config.json")
     write_text(config_path, canonical_json(config))
-    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], runtime[4],
+    inputs = [env.File(str(config_path)), *runtime[:2], runtime[3], *runtime[4:],
               env.File(str(stamps.ensure(env)["all"]))]
     for other in list(_RUNTIMES[out.abspath].values())[1:]:
         inputs += other[:2]
@@ -161,7 +162,7 @@ class _Model:
                 self._skip(precision, slot, unsupported)
             elif not where["available"]:
                 self._skip(precision, slot, f"backend {where['backend']} not available yet")
-            elif where["target"] != self.host:
+            elif not get_backend(where["backend"]).placement(where["target"]).runs_here:
                 self._cross_context(precision, slot, where, lib, cross[where["target"]])
             else:
                 self._test(precision, slot, where, converted, lib, build)
@@ -188,7 +189,8 @@ class _Model:
     def _cross_context(self, precision, slot, where, host_lib, build) -> None:
         """The context binary of a slot on another target: finalized here from the host's library
         (as qnn-context-binary-generator does), loadable only there. Its tests run on that machine."""
-        ctx = self.env.QnnContext(self.dir.Dir(precision).Dir(slot).File("model.ctx"), [host_lib[0], self.runtime[0]],
+        source = self._context_source(where["backend"], precision, host_lib)
+        ctx = self.env.QnnContext(self.dir.Dir(precision).Dir(slot).File("model.ctx"), [source, self.runtime[0]],
                                   QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_SLOT=slot,
                                   QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"])
         self.libs += ctx[:1]
@@ -196,9 +198,19 @@ class _Model:
         self.release_inputs.append(ctx[0])
         self._skip(precision, slot, f"built for {where['target']}; its tests run on that machine")
 
+    def _context_source(self, backend, precision, lib):
+        """The artifact the backend's context step reads (Backend.context_input)."""
+        built = {"model-lib": lib[0], "source-onnx": self.source}
+        wanted = get_backend(backend).context_input(precision)
+        if wanted not in built:
+            raise QnnBuildError(f"{self.spec.where('targets')}: the {backend} backend's context step reads "
+                                f"{CONTEXT_INPUTS[wanted]}, which this build does not make")
+        return built[wanted]
+
     def _test(self, precision, slot, where, converted, lib, build) -> None:
         folder = self.dir.Dir(precision).Dir(slot)
-        ctx = self.env.QnnContext(folder.File("model.ctx"), [lib[0], self.runtime[0]], QNNB_MODEL=self.name,
+        source = self._context_source(where["backend"], precision, lib)
+        ctx = self.env.QnnContext(folder.File("model.ctx"), [source, self.runtime[0]], QNNB_MODEL=self.name,
                                   QNNB_PRECISION=precision, QNNB_SLOT=slot, QNNB_BACKEND=where["backend"])
         self.libs += ctx[:1]
         build["contexts"][where["backend"]] = _rel(ctx[0], self.root)
@@ -265,9 +277,8 @@ def _reference(env, spec, model_dir, source, test_data, root):
 
 
 def _runtime(env, target=None):
-    """The runtime of this build for `target` (default: the host), declared once each: for the host
-    [libqnnb.so, lib<blas>.so, runtime.key, qnnb.h, qnn-net-run]; for another target [its runtime
-    library, its qnn-net-run, runtime.key, qnnb.h]."""
+    """The runtime of this build for `target` (default: the host), declared once each: [its runtime
+    library, its qnn-net-run, runtime.key, qnnb.h], then lib<blas>.so when its GEMM is OpenBLAS's."""
     out = env.Dir("$QNNB_OUTDIR")
     if out.abspath not in _RUNTIMES:
         _RUNTIMES[out.abspath] = {}

@@ -3,13 +3,17 @@
 configs/
   zoo.yaml              name, version, host_target, defaults for specs
   precisions.yaml       canonical precisions (+ aliases, bits, default thresholds), quantizer defaults
-  backends/<name>.yaml  one per backend: the precisions it runs, whether it is built yet
+  backends/<name>.yaml  one per backend: the precisions it runs, whether it is built yet, and where
+                        its `backend@where` names point (`placements`: a folder of configs/; default
+                        targets/, the machines)
   targets/<name>.yaml   one per target machine: triple, compiler, flags, library file name
-Each file is checked against a $defs entry of configs.schema.json.
+Each file is checked against a $defs entry of configs.schema.json (a placement folder's files against
+the entry PLACEMENT_SCHEMAS names).
 """
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from .spec_error import SpecError
@@ -29,6 +33,8 @@ class Configs:
     quantization_defaults: dict
     backends: dict[str, dict]
     targets: dict[str, dict]
+    placements: dict[str, dict[str, dict]] = field(default_factory=dict)  # folder -> name -> its file
+
 
     @property
     def host_target(self) -> str:
@@ -48,16 +54,32 @@ class Configs:
         return self.precisions[precision]["kind"] == "quantized"
 
     def split_target(self, text: str) -> tuple[str, str]:
-        """'npu@aarch64-windows' -> ('npu', 'aarch64-windows'); 'cpu' -> ('cpu', host target)."""
-        backend, _, target = str(text).partition("@")
+        """'npu@aarch64-windows' -> ('npu', 'aarch64-windows'); 'cpu' -> ('cpu', its default place:
+        the host target for a backend placed on machines)."""
+        backend, _, where = str(text).partition("@")
         if backend not in self.backends:
             raise UnknownName(f"unknown backend '{backend}'{_hint(backend, self.backends)} "
                               f"(known: {', '.join(sorted(self.backends))}; see configs/backends/)")
-        target = target or self.host_target
-        if target not in self.targets:
-            raise UnknownName(f"unknown target '{target}'{_hint(target, self.targets)} "
-                              f"(known: {', '.join(sorted(self.targets))}; see configs/targets/)")
-        return backend, target
+        where = where or self.default_placement(backend)
+        folder = self.placement_folder(backend)
+        known = self.placements[folder]
+        if where not in known:
+            kind = "target" if folder == "targets" else f"place for {backend}"
+            raise UnknownName(f"unknown {kind} '{where}'{_hint(where, known)} "
+                              f"(known: {', '.join(sorted(known))}; see configs/{folder}/)")
+        return backend, where
+
+    def placement_folder(self, backend: str) -> str:
+        """The configs/ folder whose file names are `backend@where`'s places."""
+        return self.backends[backend].get("placements", "targets")
+
+    def default_placement(self, backend: str) -> str:
+        return self.backends[backend].get("default_placement", self.host_target)
+
+    def machine_of(self, backend: str, where: str) -> str | None:
+        """The configs/targets/ machine a slot `backend@where` runs on; None when its places are not
+        machines (its artifacts are then not model libraries of ours)."""
+        return where if self.placement_folder(backend) == "targets" else None
 
     def unsupported_reason(self, precision: str, backend: str) -> str | None:
         """None when `backend` runs `precision`; else why not, for the user."""
@@ -83,19 +105,38 @@ def find_configs_dir(start) -> Path:
                     "directory, nor in the working directory")
 
 
+# A folder of places a backend yaml may name (`placements`) -> the configs.schema.json entry of its files.
+PLACEMENT_SCHEMAS = {"targets": "target"}
+
+
+@lru_cache(maxsize=None)
+def package_configs() -> Configs:
+    """The configs/ nearest this package (else under the working directory), loaded once."""
+    return load_configs(find_configs_dir(Path(__file__).parent))
+
+
 def load_configs(configs_dir) -> Configs:
     configs_dir = Path(configs_dir)
     zoo = _load(configs_dir / "zoo.yaml", "zoo")
     precisions = _load(configs_dir / "precisions.yaml", "precisions")
     backends = {path.stem: _load(path, "backend") for path in sorted(configs_dir.glob("backends/*.yaml"))}
     targets = {path.stem: _load(path, "target") for path in sorted(configs_dir.glob("targets/*.yaml"))}
+    placements = {"targets": {name: source.data for name, source in targets.items()}}
+    for source in backends.values():
+        folder = source.data.get("placements", "targets")
+        if folder not in PLACEMENT_SCHEMAS:
+            raise source.error(("placements",), f"no kind of place '{folder}' (known: {', '.join(PLACEMENT_SCHEMAS)})")
+        if folder not in placements:
+            placements[folder] = {path.stem: _load(path, PLACEMENT_SCHEMAS[folder]).data
+                                  for path in sorted(configs_dir.glob(f"{folder}/*.yaml"))}
     configs = Configs(
         dir=configs_dir,
         zoo=zoo.data,
         precisions=precisions.data["precisions"],
         quantization_defaults={"overrides": None, **precisions.data["quantization"]},
         backends={name: source.data for name, source in backends.items()},
-        targets={name: source.data for name, source in targets.items()},
+        targets=placements["targets"],
+        placements=placements,
     )
     _check_consistency(configs, zoo, precisions, backends, targets)
     return configs

@@ -29,8 +29,9 @@ class Spec:
         return f"{self.yaml.display}:{self.yaml.line_of(key)}"
 
     def slot(self, backend: str, target: str) -> str:
-        """The name of a (backend, target) pair in file paths: 'cpu' on the host, else 'npu@aarch64-windows'."""
-        return backend if target == self.configs.host_target else f"{backend}@{target}"
+        """The name of a (backend, place) pair in file paths: 'cpu' at its default place (the host), else
+        'npu@aarch64-windows'."""
+        return backend if target == self.configs.default_placement(backend) else f"{backend}@{target}"
 
 
 @dataclass

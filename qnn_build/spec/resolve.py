@@ -28,6 +28,7 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
     for backend, target in spec.targets:
         slots[spec.slot(backend, target)] = {
             "backend": backend, "target": target, "available": configs.backends[backend]["available"]}
+    machines = [configs.machine_of(backend, where) for backend, where in spec.targets]
     test = {}
     if spec.test is not None:
         for precision in spec.precisions:
@@ -46,7 +47,7 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
         # The host's library is always built: every context binary, for any target, is finalized
         # from it on this machine.
         model_lib={target: _sorted({"target": configs.targets[target]})
-                   for target in dict.fromkeys([configs.host_target, *(t for _, t in spec.targets)])},
+                   for target in dict.fromkeys([configs.host_target, *machines]) if target is not None},
         test=test,
         release=_sorted({"zoo": configs.zoo["name"], "version": configs.zoo["version"]}),
         slots=slots,

@@ -9,10 +9,9 @@ so a library handed to the wrong machine is refused with the target it was built
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from ..errors import QnnBuildError
-from ..spec.configs import find_configs_dir, load_configs
+from ..spec.configs import package_configs
 
 
 class TargetError(QnnBuildError):
@@ -49,13 +48,9 @@ class Target:
         return "+".join([f"{self.machine}-{self.os}", *self.features])
 
 
-def _configs():
-    return load_configs(find_configs_dir(Path(__file__).parent))
-
-
 @lru_cache(maxsize=None)
 def all_targets() -> dict[str, Target]:
-    configs = _configs()
+    configs = package_configs()
     out = {}
     for name, t in configs.targets.items():
         out[name] = Target(name=name, triple=t["triple"], os=t["os"], machine=t["machine"], isa=t["isa"],

@@ -1,0 +1,118 @@
+"""The backend contract: the few questions every backend answers, so that the steps (context-binary,
+net-run, test), the SCons tool and the spec checks ask a backend instead of naming one.
+
+A backend is one object (an instance of a Backend subclass) registered in backends/__init__.py.
+Everything it knows is answered here; nothing outside qnn_build/backends/ branches on a backend's
+name. What it supports is declared once: the precisions it runs (and why not the others) in its
+configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in supports_op().
+
+    supports     unsupported_reason(precision), supports_op(op_type, precision)
+    where        placement(where): what `backend@where` names (a machine target, an SoC, ...)
+    finalize     context_input(precision): the artifact its context step reads;
+                 context_files(output): every file that step writes (the SCons emitter asks);
+                 build_context(source, output, ...): finalize and serialize
+    load, run    load(model=... | context=...) -> Session; Session.run(feeds) -> outputs
+    profile      Session.set_profiling(level), nodes(), node_times_us(): what profile.json holds
+
+Adding a backend: docs/backends.md.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from ..data.model_io import IOInfo, NodeInfo
+from ..spec.configs import package_configs
+
+# The artifacts a context step can read, as the build names them.
+CONTEXT_INPUTS = {
+    "model-lib": "the model library (libmodel.so) of the host: convert + model-lib",
+    "qdq-onnx": "the quantized model as QDQ ONNX (model.qdq.onnx): convert's graph and encodings exported",
+    "source-onnx": "the float source model (.onnx) as the spec names it",
+}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What `backend@where` names: where a slot's context runs."""
+    backend: str
+    name: str             # the `where`: a configs/targets/ machine (cpu, npu), or what the backend places on
+    runs_here: bool       # this machine loads and runs it: the build tests the slot here
+    machine: str | None   # the configs/targets/ machine whose model library the slot needs (None: none)
+
+
+class Session(Protocol):
+    """A model loaded on a backend, ready to run: the same surface on every backend."""
+    backend: str
+    inputs: list[IOInfo]
+    outputs: list[IOInfo]
+    timings: dict[str, float]   # microseconds of the load's stages ("load_us", "finalize_us", ...)
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def set_profiling(self, level: str) -> None:
+        """'off', 'basic' or 'detailed': at 'detailed' every run() times each node."""
+
+    def nodes(self) -> list[NodeInfo]:
+        """The schedule a detailed profile times, in execution order."""
+
+    def node_times_us(self) -> np.ndarray:
+        """Each node's time in the last run(), microseconds, in nodes() order."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self): ...
+
+    def __exit__(self, *exc): ...
+
+
+class Backend(ABC):
+    name: str = ""
+
+    # ---- what it supports ----------------------------------------------------------------------
+
+    def unsupported_reason(self, precision: str) -> str | None:
+        """None when this backend runs `precision` (canonical name); else why not, for the user.
+        From configs/backends/<name>.yaml, as the spec checks read it."""
+        return package_configs().unsupported_reason(precision, self.name)
+
+    @abstractmethod
+    def supports_op(self, op_type: str, precision: str) -> bool:
+        """Whether a converted graph's node of `op_type` runs on this backend at `precision`."""
+
+    # ---- where it runs -------------------------------------------------------------------------
+
+    @abstractmethod
+    def placement(self, where: str | None) -> Placement:
+        """`where` of `backend@where` (None: the default) resolved, or a QnnBuildError naming the
+        known places."""
+
+    # ---- finalize ------------------------------------------------------------------------------
+
+    def context_input(self, precision: str) -> str:
+        """Which artifact (a CONTEXT_INPUTS key) the context step reads for `precision`."""
+        return "model-lib"
+
+    @abstractmethod
+    def context_files(self, output) -> list[Path]:
+        """Every file `build_context(..., output)` writes; the first is `output` itself, the one
+        net-run and test load (--retrieve-context)."""
+
+    @abstractmethod
+    def build_context(self, source, output, *, placement: Placement, precision: str | None = None,
+                      runtime: str | None = None) -> dict:
+        """Finalize `source` (the context_input artifact) for `placement` and write context_files(output).
+        precision: refuse a source converted at another one. runtime: our runtime library (cpu, npu).
+        Returns a small dict describing what was written, with at least "file_bytes" and "summary"
+        (one line for the user)."""
+
+    # ---- load, run, profile --------------------------------------------------------------------
+
+    @abstractmethod
+    def load(self, model=None, *, context=None, threads: int = 1, runtime: str | None = None,
+             precision: str | None = None) -> Session:
+        """A Session from the model (the context_input artifact) or from a context (the first of
+        context_files). precision: refuse a model converted at another one."""
