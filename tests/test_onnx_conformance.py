@@ -209,3 +209,10 @@ def test_a_graph_folded_to_constants_is_not_a_pass():
         _runs_the_runtime(lambda: case(input_values={"x": x}))()
     _runs_the_runtime(case)()
     assert _RecordingBackend.prepared[-1].ops == {"Add": 1}
+
+
+def test_docs_state_the_selection():
+    """docs/conformance.md reports what this suite runs; a change of the selection updates it."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "conformance.md").read_text()
+    assert f"the {len(LISTED_OPS)} ops of `LISTED_OPS`" in text and f"**{len(NODE_TESTS)}** node tests" in text, (
+        f"docs/conformance.md: re-measure and state {len(LISTED_OPS)} promised ops, {len(NODE_TESTS)} node tests")
