@@ -147,6 +147,28 @@ def shipped_models() -> list[Bench]:
     return out
 
 
+def real_models(names: str, data_dir: Path, n_calib: int, n_test: int) -> list[Bench]:
+    """The real models of bench/common.py (and ddddocr's recogniser), each with calibration and test
+    inputs of its kind (bench/real_data.py) written to `data_dir`. names: comma-separated, or "all"."""
+    from common import REAL_MODELS, fetch_real
+    from real_data import BENCH_DIMS, DDDDOCR_REC, samples
+
+    known = {m.name: m for m in REAL_MODELS + [DDDDOCR_REC]}
+    wanted = list(known) if names == "all" else names.split(",")
+    out = []
+    for name in wanted:
+        if name not in known:
+            raise SystemExit(f"--real: unknown model '{name}' (known: {', '.join(known)})")
+        m = known[name]
+        dims = BENCH_DIMS.get(name, m.dims)
+        files = []
+        for split, seed, count in (("calibration", 0, n_calib), ("test", 1, n_test)):
+            files.append(data_dir / f"{name}_{split}.npz")
+            np.savez(files[-1], **samples(name, dims, count, seed))
+        out.append(Bench(name, fetch_real(m), dict(dims), files[0], files[1], dict(m.values)))
+    return out
+
+
 def pinned_model(bench: Bench, out_path: Path) -> tuple[Path, dict[str, list[int]]]:
     """A copy of the model with every input dim static: --input-dim pins, other symbolic dims -> 1.
     Inputs pinned by --input-value stay inputs (onnxruntime crashes folding some of them) and are
@@ -554,7 +576,10 @@ def main(argv=None) -> int:
                     help="calibrate on the samples from this index on (default 0: the first --calib)")
     ap.add_argument("--test", type=int, default=200, help="test samples per model (default 200)")
     ap.add_argument("--models", help="comma-separated shipped model names (default: all)")
-    ap.add_argument("--no-zoo", action="store_true", help="only the --model files")
+    ap.add_argument("--no-zoo", action="store_true", help="only the --model files (and --real models)")
+    ap.add_argument("--real", metavar="NAMES",
+                    help="also the real models of bench/common.py and ddddocr's recogniser ('all', or "
+                         "comma-separated names), on inputs of their kind (bench/real_data.py)")
     ap.add_argument("--model", action=ExtraModel, metavar="PATH", help="an extra ONNX model (repeatable)")
     ap.add_argument("--input-dim", action=ExtraModel, nargs=2, metavar=("NAME", "DIMS"),
                     help="pin an input of the preceding --model, e.g. x 1,3,48,192 (other symbolic dims -> 1)")
@@ -587,6 +612,9 @@ def main(argv=None) -> int:
         wanted = set(args.models.split(","))
         models = [m for m in models if m.name in wanted]
     models += args.extra
+    data_dir = Path(tempfile.mkdtemp(prefix="qnnb-bench-quant-data-"))
+    if args.real:
+        models += real_models(args.real, data_dir, args.calib_offset + args.calib, args.test)
     tools = set(args.tools.split(","))
     settings = []
     if "ours" in tools:

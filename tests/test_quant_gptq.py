@@ -66,6 +66,12 @@ def test_the_layer_inputs_times_the_weight_are_the_layer_outputs(work):
         out = np.concatenate([r @ m.T for r, m in zip(rows, mats)], axis=1)      # [N·H·W, O]
         expected = ref[node.outputs[0]].transpose(0, 2, 3, 1).reshape(-1, w.shape[0])
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+        # H from a subset of positions (GPTQ_MAX_ROWS): rows of the same patches, every group alike
+        some = input_rows(node, ref[node.inputs[0]], w.shape, max_rows=5)
+        assert all(len(part) == 5 for part in some)
+        whole = np.concatenate(rows, axis=1)
+        for row in np.concatenate(some, axis=1):
+            assert (whole == row).all(axis=1).any()
 
 
 def _layer_error(node, w, q, enc, hessians):

@@ -16,6 +16,11 @@ from .encoding import Encoding, _broadcast_params
 GPTQ_MAX_COLUMNS = 4096     # a layer whose H would be larger keeps nearest rounding
 GPTQ_DAMP = 0.01            # (18): the fraction of H's mean diagonal added to its diagonal
 GPTQ_BLOCK = 128            # columns updated together (lazy batch updates: the same maths, fewer passes)
+# Input vectors of one sample that H takes per layer, at most: a conv over a large image has tens of
+# thousands of positions per sample, far more than a K x K matrix needs, and forming them all cost
+# more than the rest of the conversion (PP-OCRv4's detector). A fixed pseudo-random subset (no
+# aliasing with the image's rows), the same for every sample.
+GPTQ_MAX_ROWS = 1024
 
 
 def gptq_layers(graph) -> dict:
@@ -50,14 +55,24 @@ def _columns(node, w_shape) -> int:
     return w_shape[0]
 
 
-def input_rows(node, x: np.ndarray, w_shape) -> list[np.ndarray]:
+def _subset(n: int, most: int | None):
+    """All of n rows, or `most` of them: a fixed pseudo-random choice, in order."""
+    if most is None or n <= most:
+        return slice(None)
+    return np.sort(np.random.default_rng(n).choice(n, most, replace=False))
+
+
+def input_rows(node, x: np.ndarray, w_shape, max_rows: int | None = None) -> list[np.ndarray]:
     """The layer's input vectors as rows [n, K], one matrix per group (conv: im2col patches in the
-    weight's (channel, kernel...) order, with the node's pads, strides and dilations)."""
+    weight's (channel, kernel...) order, with the node's pads, strides and dilations); at most
+    max_rows of them (_subset)."""
     x = np.asarray(x, np.float64)
     if node.op_type == "Gemm":  # A is [M, K], or [K, M] with trans_a
-        return [x.T if node.attrs.get("trans_a") else x]
+        a = x.T if node.attrs.get("trans_a") else x
+        return [a[_subset(a.shape[0], max_rows)]]
     if node.op_type == "MatMul":
-        return [x.reshape(-1, x.shape[-1])]
+        a = x.reshape(-1, x.shape[-1])
+        return [a[_subset(a.shape[0], max_rows)]]
     group = int(node.attrs.get("group", 1))
     kernel = list(w_shape[2:])
     r = len(kernel)
@@ -74,6 +89,10 @@ def input_rows(node, x: np.ndarray, w_shape) -> list[np.ndarray]:
     per = c // group
     # -> [N, out..., C, kernel...] -> rows [N·out, C·kernel]
     win = np.moveaxis(win, 1, 1 + r)
+    positions = win.shape[:1 + r]
+    pick = _subset(int(np.prod(positions)), max_rows)
+    if not isinstance(pick, slice):  # only the chosen positions are copied out of the view
+        win = win[np.unravel_index(pick, positions)]
     rows = win.reshape(-1, c, int(np.prod(kernel)))
     return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1) for g in range(group)]
 
@@ -101,7 +120,7 @@ def collect_hessians(graph, calibration, model=None) -> dict[str, list[np.ndarra
             if x is None:
                 raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
                                     f"'{node.inputs[0]}' (input of {node.describe()})")
-            mats = input_rows(node, x, graph.tensor(name).shape)
+            mats = input_rows(node, x, graph.tensor(name).shape, GPTQ_MAX_ROWS)
             acc = sums.setdefault(name, [np.zeros((m.shape[1], m.shape[1])) for m in mats])
             for a, m in zip(acc, mats):
                 a += m.T @ m
