@@ -40,6 +40,7 @@ WHEELS = {
     "rapidocr-onnxruntime==1.4.4": "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
     "silero-vad==6.2.3": "silero_vad-6.2.3-py3-none-any.whl",
     "arabic-name-romanizer==0.2.0": "arabic_name_romanizer-0.2.0-py3-none-any.whl",
+    "ddddocr==1.6.1": "ddddocr-1.6.1-py3-none-any.whl",
 }
 
 
@@ -75,6 +76,13 @@ def text_page(shape, seed):
     return x[None].astype(np.float32)
 
 
+def captcha(shape, seed):
+    """[1, 1, 64, w]: one grey line of glyphs in [-1, 1], as ddddocr feeds its recogniser."""
+    _, _, h, w = shape
+    grey = page(np.random.default_rng(seed), h, w, 1).mean(axis=0) / 255
+    return ((grey - 0.5) / 0.5)[None, None].astype(np.float32)
+
+
 def tones(count, seed) -> np.ndarray:
     """[count, 1, 512]: tones with noise, the voice-activity model's stand-in for speech."""
     rng = np.random.default_rng(seed)
@@ -94,6 +102,10 @@ CASES = [
      {"x": [1, 3, 48, 320]}, {}, lambda: {"x": text_page((1, 3, 48, 320), 1)}, 1e-4, id="ppocr_v4_rec"),
     pytest.param("ppocr_cls", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
      {"x": [1, 3, 48, 192]}, {}, lambda: {"x": text_page((1, 3, 48, 192), 2)}, 1e-4, id="ppocr_cls"),
+    # Its declared output [1, seqlen] is not what it computes ([seqlen, 1, classes]): the converter
+    # takes the graph's shape (the width of 160 once failed with "Reshape_101 has no static shape").
+    pytest.param("ddddocr_captcha", "ddddocr==1.6.1", "ddddocr/common.onnx",
+     {"input1": [1, 1, 64, 160]}, {}, lambda: {"input1": captcha((1, 1, 64, 160), 4)}, 1e-4, id="ddddocr_captcha"),
     pytest.param("silero_vad", "silero-vad==6.2.3", "silero_vad/data/silero_vad.onnx",
      {"input": [1, 512], "state": [2, 1, 128]}, {"sr": 16000},
      lambda: {"input": tones(1, 3)[0], "state": np.zeros((2, 1, 128), np.float32)}, 1e-4, id="silero_vad"),

@@ -49,6 +49,7 @@ def import_onnx(model: onnx.ModelProto, input_dims: dict[str, list[int]] | None 
     _drop_initializer_inputs(model)
     _pin_dims(model, input_dims or {}, source)
     _pin_values(model, input_values or {}, source)
+    _forget_dynamic_output_shapes(model)
     expand_contrib_ops(model, opset)
     if out_nodes:
         _set_outputs(model, out_nodes, source)
@@ -124,6 +125,17 @@ def _pin_values(model, input_values, source):
         keep = [i for i in model.graph.input if i.name != name]
         del model.graph.input[:]
         model.graph.input.extend(keep)
+
+
+def _forget_dynamic_output_shapes(model):
+    """A graph output declared with symbolic dims gets its shape from the graph instead. Exporters
+    write what the user guessed (ddddocr's recogniser declares [1, seqlen] for an output of
+    [seqlen, 1, classes]); onnxruntime only warns, and shape inference keeps a declared shape that
+    conflicts with the one it finds, which left the output without a static shape."""
+    for vi in model.graph.output:
+        tt = vi.type.tensor_type
+        if tt.HasField("shape") and not all(d.HasField("dim_value") for d in tt.shape.dim):
+            tt.ClearField("shape")
 
 
 def _set_outputs(model, out_nodes, source):
