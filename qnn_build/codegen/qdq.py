@@ -59,6 +59,7 @@ class Exporter:
         self.variants: dict[tuple, str] = {}  # (tensor, form) -> the ONNX name of that form
         self.outputs = set(graph.outputs)
         self.taken = set(graph.tensors)
+        self.node_names: set[str] = set()
 
     def fresh(self, hint: str) -> str:
         name, k = hint, 0
@@ -75,6 +76,12 @@ class Exporter:
         return name
 
     def add_node(self, op: str, inputs: list[str], outputs: list[str], name: str, **attrs) -> None:
+        unique, k = name, 0
+        while unique in self.node_names:  # ONNX node names are unique (a tensor requantized twice)
+            k += 1
+            unique = f"{name}_{k}"
+        self.node_names.add(unique)
+        name = unique
         while inputs and not inputs[-1]:
             inputs = inputs[:-1]
         while outputs and not outputs[-1]:

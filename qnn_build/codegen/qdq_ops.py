@@ -197,6 +197,23 @@ def _recurrent(x, node, ins, outs) -> None:
     x.add_node(node.op_type, ins, outs, node.name, **p)
 
 
+def _const_inputs(*names, shape=()):
+    """Parameters that ONNX takes as int64 constant inputs after the data (TopK's k, CumSum's axis,
+    Trilu's k): the rest stay attributes."""
+    def rule(x, node, ins, outs):
+        p = params(node)
+        extra = [x.const(f"{node.name}/{n}", np.array(p.pop(n), np.int64).reshape(shape)) for n in names]
+        x.add_node(node.op_type, [ins[0], *extra, *ins[1:]], outs, node.name, **p)
+    return rule
+
+
+def _onehot(x, node, ins, outs) -> None:
+    """OneHot(indices, depth, values): depth is the output's size along the axis."""
+    depth = x.graph.tensor(node.outputs[0]).shape[node.attrs["axis"]]
+    x.add_node("OneHot", [ins[0], x.const(f"{node.name}/depth", np.int64(depth)), ins[1]], outs, node.name,
+               axis=node.attrs["axis"])
+
+
 def _cast(x, node, ins, outs) -> None:
     x.add_node("Cast", ins, outs, node.name, to=helper.np_dtype_to_tensor_dtype(x.graph.tensor(node.outputs[0]).dtype))
 
@@ -222,6 +239,10 @@ RULES = {
     "AveragePool": _pool,
     "LpPool": _pool,
     "Cast": _cast,
+    "TopK": _const_inputs("k", shape=(1,)),
+    "CumSum": _const_inputs("axis"),
+    "Trilu": _const_inputs("k"),
+    "OneHot": _onehot,
     "ArgMax": _arg,
     "ArgMin": _arg,
     "RNN": _recurrent,

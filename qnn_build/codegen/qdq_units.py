@@ -6,8 +6,10 @@ activation inputs and outputs share one type (uint8, uint16, ...), a move keeps 
 and zero point, and a Conv/Gemm bias is int32. Our graph mixes types where the quantizer chose so
 (the 16-bit recurrence read by an 8-bit head, 16-bit added constants beside 8-bit activations),
 so per node:
-- moves (ops/kinds.py VALUE_KEEPERS): an output encoding other than the input's is applied
-  before the move; a move commutes with elementwise quantization, so the result is the same;
+- moves (ops/kinds.py VALUE_KEEPERS) and Resize with an output encoding other than the input's:
+  at the same bits the node writes its output at its input's encoding and it is then requantized;
+  across bits (the recurrence's 8 -> 16) the input is requantized first. A move commutes with
+  elementwise quantization, so the result is the same (a linear Resize's is rounded twice);
 - other nodes compute at the widest activation type they touch: a narrower input is re-expressed
   over its own range at more bits (8 -> 16: scale / 257, offset * 257, the same values), a
   narrower output is written over its own range at the wider type, then requantized;
@@ -15,9 +17,12 @@ so per node:
   (a signed b-bit constant as unsigned with zero point 2^(b'-1), b <= b'; a scalar as itself);
   a constant operand with more bits than the activations (a 16-bit added constant) makes the
   node compute at its bits; a LayerNorm scale is unsigned at 8 bits (what the HTP takes), its bias
-  int32; a 4-bit weight with one scale is held in int8 (the QNN EP refuses a bias beside a
-  per-tensor 4-bit weight). Where none of this holds the values exactly, a constant stays as it is and its node is
-  left to the reader (the HTP runs it in float).
+  int32; a 16-bit Sigmoid/Tanh output is written at the encoding the QNN EP imposes on it
+  (1/65536; 1/32768 about zero) and then requantized to ours; a 4-bit weight is held in int8
+  where it has one scale (the QNN EP refuses a bias beside a per-tensor 4-bit weight) or sits
+  beside 16-bit activations (the HTP's a16w4 FullyConnected computes wrong outputs). Where none
+  of this holds the values exactly, a constant stays as it is and its node is left to the reader
+  (the HTP runs it in float).
 """
 
 from dataclasses import dataclass, replace
@@ -27,6 +32,11 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops.kinds import VALUE_KEEPERS
 from ..quant.encoding import Encoding, activation_encoding
+
+
+# Nodes whose output the QNN EP takes only at their input's encoding (onnxruntime's "drop QDQ" ops):
+# our moves, and Resize (nearest: a move; linear: an interpolation rounded to the input's encoding).
+MOVES = VALUE_KEEPERS | {"Resize"}
 
 
 def is_int(enc) -> bool:
@@ -75,12 +85,22 @@ def dq_params(enc: Encoding, shape) -> tuple[np.ndarray, np.ndarray, dict]:
 
 @dataclass(frozen=True)
 class ConstForm:
-    """How a quantized constant is re-expressed for its node (the same real values)."""
-    key: str                 # names the variant: "u8", "i32"
+    """How a quantized constant is re-expressed for its node (the same real values; `scales`: a
+    weight's coarser per-channel scales, its integers rounded to them)."""
+    key: str                 # names the variant: "u8", "i32", "rescaled"
     bits: int = 0
     signed: bool = True
+    scales: tuple = ()
+    axis: int = -1
 
     def apply(self, enc: Encoding, q: np.ndarray) -> tuple[Encoding, np.ndarray]:
+        if self.scales:
+            new = np.array(self.scales, np.float32)
+            view = [1] * q.ndim
+            view[self.axis] = -1
+            old = np.broadcast_to(enc.scales.astype(np.float64), new.shape).reshape(view)
+            q = np.clip(np.round(q * old / new.astype(np.float64).reshape(view)), enc.qmin, enc.qmax).astype(np.int64)
+            return replace(enc, scales=new, offsets=np.zeros(len(new), np.int32), axis=self.axis), q
         if self.bits == 32:
             return replace(enc, bitwidth=32, is_signed=True), q
         if self.signed == enc.is_signed:
@@ -123,6 +143,44 @@ def widened(enc: Encoding, bits: int) -> Encoding:
     return activation_encoding(lo, hi, bits)
 
 
+# Output encodings the QNN EP imposes on an op's 16-bit output (its simple_op_builder overrides them,
+# whatever the model says): (op, signed) -> (scale, offset). Our encoding is reached by a requantize.
+FIXED_OUTPUTS = {("Sigmoid", False): (1 / 65536, 0), ("Sigmoid", True): (1 / 32768, 0),
+                 ("Tanh", False): (1 / 32768, -32768), ("Tanh", True): (1 / 32768, 0)}
+
+
+def _fixed(node: Node, enc: Encoding) -> Encoding | None:
+    """The encoding the QNN EP gives this node's 16-bit output, when it is not ours."""
+    fixed = FIXED_OUTPUTS.get((node.op_type, enc.is_signed)) if enc.bitwidth == 16 else None
+    if fixed is None:
+        return None
+    scale, offset = fixed
+    if float(enc.scales[0]) == np.float32(scale) and int(enc.offsets[0]) == offset:
+        return None
+    return replace(enc, scales=np.array([scale], np.float32), offsets=np.array([offset], np.int32))
+
+
+INT32_MAX = 2 ** 31 - 1
+
+
+def _bias_room(node: Node, graph: Graph, x_enc: Encoding) -> ConstForm | None:
+    """The QNN EP stores a Conv/Gemm bias in int32 at input scale x weight scale, requantizing ours.
+    Where a bias does not fit there (our (8b) widened its scale; 16-bit activations and weights),
+    the weight's channel takes the coarser scale |bias| / (input scale x (2^31 - 1)) that makes room
+    (its 16-bit integers rounded once more), instead of the EP clipping the bias."""
+    w, b = (graph.tensor(n) if n else None for n in (node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else ""))
+    if b is None or not is_int(w.encoding) or not is_int(b.encoding) or w.encoding.block_axis >= 0:
+        return None
+    from ..quant.apply import weight_axes
+    bias = np.abs(b.const.astype(np.float64) * b.encoding.scales.astype(np.float64))
+    needed = bias / (float(x_enc.scales[0]) * INT32_MAX)
+    current = np.broadcast_to(w.encoding.scales.astype(np.float64), bias.shape)
+    if np.all(needed <= current):
+        return None
+    scales = np.maximum(current, needed).astype(np.float32)
+    return ConstForm("rescaled", scales=tuple(float(v) for v in scales), axis=weight_axes(node, graph, 1)[0])
+
+
 def const_role(node: Node, k: int) -> str:
     """weight and bias (kept as quantized), norm_scale (unsigned at 8 bits), norm_bias (int32)
     or operand (takes the node's activation type)."""
@@ -140,7 +198,7 @@ def const_role(node: Node, k: int) -> str:
 @dataclass
 class Plan:
     inputs: list            # per input: None, an activation Encoding to requantize to, or a ConstForm
-    wide_outputs: list      # [(output index, the wider Encoding the node writes it at)]
+    wide_outputs: list      # [(output index, the Encoding the node writes it at before ours)]
 
 
 def plan(node: Node, graph: Graph) -> Plan:
@@ -151,11 +209,15 @@ def plan(node: Node, graph: Graph) -> Plan:
     outs = [k for k, o in enumerate(node.outputs) if o and is_int(graph.tensor(o).encoding)]
     if not act and not outs:
         return Plan(ins, [])
-    if node.op_type in VALUE_KEEPERS:
+    if node.op_type in MOVES:
+        in_enc = tensors[0].encoding if 0 in act else None
         out_enc = graph.tensor(node.outputs[0]).encoding
-        if 0 in act and is_int(out_enc) and not same(tensors[0].encoding, out_enc):
-            ins[0] = out_enc  # requantize, then move
-        return Plan(ins, [])
+        if in_enc is None or not is_int(out_enc) or same(in_enc, out_enc):
+            return Plan(ins, [])
+        if in_enc.bitwidth != out_enc.bitwidth:  # requantize, then move
+            ins[0] = out_enc
+            return Plan(ins, [])
+        return Plan(ins, [(k, in_enc) for k in outs])  # move, then requantize
     encs = [tensors[k].encoding for k in act] + [graph.tensor(node.outputs[k]).encoding for k in outs]
     operands = [t.encoding for k, t in enumerate(tensors) if t is not None and t.is_const and is_int(t.encoding)
                 and const_role(node, k) == "operand" and t.encoding.block_axis < 0]
@@ -167,12 +229,18 @@ def plan(node: Node, graph: Graph) -> Plan:
             ins[k] = widened(enc, bits)
     wide = [(k, widened(graph.tensor(node.outputs[k]).encoding, bits)) for k in outs
             if graph.tensor(node.outputs[k]).encoding.bitwidth < bits]
+    wide += [(k, fixed) for k in outs if k not in dict(wide)
+             for fixed in [_fixed(node, graph.tensor(node.outputs[k]).encoding)] if fixed is not None]
     for k, t in enumerate(tensors):
         if t is None or not t.is_const or not is_int(t.encoding):
             continue
         role = const_role(node, k)
-        if role == "weight" and t.encoding.bitwidth == 4 and t.encoding.scales.size == 1:
-            ins[k] = ConstForm("i8", 8, True)  # one 4-bit scale: the QNN EP takes a bias beside it only at 8 bits
+        room = _bias_room(node, graph, ins[0] or tensors[0].encoding) if role == "weight" and 0 in act else None
+        if room is not None:
+            ins[k] = room
+        elif role == "weight" and t.encoding.bitwidth == 4 and t.encoding.block_axis < 0 and \
+                (t.encoding.scales.size == 1 or bits == 16):
+            ins[k] = ConstForm("i8", 8, True)  # see the module docstring: held in int8, the same values
         elif role == "norm_scale" and t.encoding.is_signed and t.encoding.bitwidth == 8:
             ins[k] = ConstForm("u8", 8, False)  # the HTP's LayerNorm takes an unsigned 8-bit scale
         elif role == "norm_bias" and t.encoding.bitwidth != 32:

@@ -74,7 +74,8 @@ def test_op_row_exports_to_the_same_float_model(case, tmp_path):
         return
     exported = export_qdq(graph)
     feeds = {i.name: case.inputs[i.name] for i in exported.graph.input}
-    got = dict(zip([o.name for o in exported.graph.output], plain_session(exported.SerializeToString()).run(None, feeds)))
+    outputs = plain_session(exported.SerializeToString()).run(None, feeds)
+    got = dict(zip([o.name for o in exported.graph.output], outputs))
     expected = plain_session(model.SerializeToString()).run(None, case.inputs)
     for out, want in zip(model.graph.output, expected):
         if out.name in got:  # an unused optional output is not a graph output after convert
