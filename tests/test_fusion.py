@@ -20,13 +20,15 @@ B = RNG.standard_normal(8).astype(np.float32)
 X = (3 * RNG.standard_normal((1, 4, 9, 20))).astype(np.float32)  # wide enough for vector tails
 
 
-def conv_then(tail, extra_outputs=()):
+def conv_then(tail, extra_outputs=(), x=X, w=W, y_shape=(1, 8, 9, 20), **attrs):
     """Conv(x) -> c, then `tail` nodes reading c and ending in y."""
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    attrs = attrs or {"pads": [1, 1, 1, 1]}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", **attrs)]
     nodes += tail
-    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, [1, 8, 9, 20]) for o in ("y", *extra_outputs)]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, X.shape)], outs,
-                              [numpy_helper.from_array(W, "w"), numpy_helper.from_array(B, "b")])
+    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, list(y_shape)) for o in ("y", *extra_outputs)]
+    b = B[:w.shape[0]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)], outs,
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -66,3 +68,26 @@ def test_silu_whose_sigmoid_is_also_an_output_is_not_fused(tmp_path):
     tail = [helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
     lib, _ = build(conv_then(tail, extra_outputs=("s",)), tmp_path)
     assert [(n.op, n.fused) for n in Model(lib).nodes()] == [("Conv", ""), ("Sigmoid", ""), ("Mul", "")]
+
+
+SILU = [helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
+# The conv paths that apply the activation in their epilogue, and depthwise, which leaves it to the graph.
+PATHS = [
+    ("pointwise", dict(x=X, w=W[:, :, :1, :1], y_shape=(1, 8, 9, 20), kernel_shape=[1, 1])),
+    ("direct_s2", dict(x=X, w=W, y_shape=(1, 8, 5, 10), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+    ("direct_rows_are_output", dict(x=X, w=W[:, :, :, :1], y_shape=(1, 8, 7, 20), kernel_shape=[3, 1])),
+    ("im2col_few_positions", dict(x=X[:, :, :3, :4], w=W, y_shape=(1, 8, 1, 2), kernel_shape=[3, 3])),
+    ("depthwise", dict(x=X, w=W[:4, :1], y_shape=(1, 4, 9, 20), kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=4)),
+]
+
+
+@pytest.mark.parametrize("name,kw", PATHS, ids=[p[0] for p in PATHS])
+def test_silu_fused_on_every_conv_path_gives_the_unfused_bytes(tmp_path, name, kw):
+    x = kw["x"]
+    lib, model = build(conv_then(SILU, **kw), tmp_path)
+    fast, plain = Model(lib), Model(lib, keep_tensors=True)
+    assert [(n.op, n.fused) for n in fast.nodes()] == [("Conv", "SiLU")]
+    y, y_plain = fast.run({"x": x})["y"], plain.run({"x": x})["y"]
+    assert y.tobytes() == y_plain.tobytes()
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)

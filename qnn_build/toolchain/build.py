@@ -119,7 +119,7 @@ def runtime_sources(target: Target | None = None) -> list[Path]:
 def runtime_headers() -> list[Path]:
     files = sorted(INCLUDE_DIR.glob("*.h")) + sorted((RUNTIME_DIR / "third_party").rglob("*.h"))
     for sub in RUNTIME_SUBDIRS:
-        files += sorted((RUNTIME_DIR / sub).glob("*.h"))
+        files += sorted((RUNTIME_DIR / sub).glob("*.h")) + sorted((RUNTIME_DIR / sub).glob("*.inc"))
     return files
 
 

@@ -25,18 +25,18 @@ def convt(x, w, b=None, id="", **attrs):
 
 
 CONV_CASES = [
-    # 2D basics and each path: im2col, shifted (stride 1, >= 16 channels), pointwise, depthwise.
+    # 2D basics and each path: im2col, direct, pointwise, depthwise.
     conv(r(1, 3, 7, 7), r(4, 3, 3, 3), r(4), id="conv2d_small_im2col"),
     conv(r(1, 3, 7, 7), r(4, 3, 3, 3), pads=[1, 1, 1, 1], id="conv2d_pad_no_bias"),
-    conv(r(2, 32, 9, 11), r(24, 32, 3, 3), r(24), pads=[1, 1, 1, 1], id="conv2d_shifted"),
-    conv(r(1, 32, 9, 11), r(8, 32, 3, 3), r(8), id="conv2d_shifted_no_pad"),
-    conv(r(1, 32, 10, 10), r(8, 32, 5, 3), r(8), pads=[2, 0, 1, 3], id="conv2d_shifted_asym_pads"),
-    conv(r(1, 32, 12, 12), r(8, 32, 3, 3), r(8), pads=[2, 2, 2, 2], dilations=[2, 2], id="conv2d_shifted_dilated"),
-    conv(r(1, 64, 30, 30), r(16, 64, 3, 3), r(16), pads=[1, 1, 1, 1], id="conv2d_shifted_multi_block"),
-    conv(r(2, 32, 12, 11), r(24, 32, 3, 3), r(24), pads=[1, 1, 1, 1], strides=[2, 2], id="conv2d_shifted_s2"),
+    conv(r(2, 32, 9, 11), r(24, 32, 3, 3), r(24), pads=[1, 1, 1, 1], id="conv2d_direct"),
+    conv(r(1, 32, 9, 11), r(8, 32, 3, 3), r(8), id="conv2d_direct_no_pad"),
+    conv(r(1, 32, 10, 10), r(8, 32, 5, 3), r(8), pads=[2, 0, 1, 3], id="conv2d_direct_asym_pads"),
+    conv(r(1, 32, 12, 12), r(8, 32, 3, 3), r(8), pads=[2, 2, 2, 2], dilations=[2, 2], id="conv2d_direct_dilated"),
+    conv(r(1, 64, 30, 30), r(16, 64, 3, 3), r(16), pads=[1, 1, 1, 1], id="conv2d_direct_multi_block"),
+    conv(r(2, 32, 12, 11), r(24, 32, 3, 3), r(24), pads=[1, 1, 1, 1], strides=[2, 2], id="conv2d_direct_s2"),
     conv(r(1, 16, 13, 14), r(8, 16, 5, 4), r(8), pads=[2, 1, 0, 2], strides=[3, 2], dilations=[1, 2],
-         id="conv2d_shifted_s3x2_dilated"),
-    conv(r(1, 16, 11, 11), r(8, 16, 1, 1), r(8), strides=[2, 2], id="conv2d_shifted_1x1_s2"),
+         id="conv2d_direct_s3x2_dilated"),
+    conv(r(1, 16, 11, 11), r(8, 16, 1, 1), r(8), strides=[2, 2], id="conv2d_direct_1x1_s2"),
     conv(r(2, 16, 6, 5), r(12, 16, 1, 1), r(12), id="conv2d_pointwise"),
     # batched: a few positions per image, several images, one product (silero's sequence form);
     # one input channel with a long kernel takes the GEMM paths (silero's STFT), not depthwise rows.
@@ -54,10 +54,10 @@ CONV_CASES = [
     conv(r(1, 4, 7, 7), r(4, 4, 3, 3), auto_pad="SAME_UPPER", strides=[2, 2], id="conv2d_same_upper"),
     conv(r(1, 4, 8, 8), r(4, 4, 4, 4), auto_pad="SAME_LOWER", strides=[3, 3], id="conv2d_same_lower"),
     conv(r(1, 4, 7, 7), r(4, 4, 3, 3), auto_pad="VALID", strides=[2, 2], id="conv2d_valid"),
-    conv(r(1, 32, 7, 7), r(32, 32, 3, 3), r(32), auto_pad="SAME_UPPER", id="conv2d_same_shifted"),
+    conv(r(1, 32, 7, 7), r(32, 32, 3, 3), r(32), auto_pad="SAME_UPPER", id="conv2d_same_direct"),
     # groups and depthwise
     conv(r(1, 8, 6, 6), r(6, 4, 3, 3), r(6), group=2, pads=[1, 1, 1, 1], id="conv2d_group2"),
-    conv(r(1, 64, 8, 8), r(64, 32, 3, 3), r(64), group=2, pads=[1, 1, 1, 1], id="conv2d_group2_shifted"),
+    conv(r(1, 64, 8, 8), r(64, 32, 3, 3), r(64), group=2, pads=[1, 1, 1, 1], id="conv2d_group2_direct"),
     conv(r(2, 8, 9, 9), r(8, 1, 3, 3), r(8), group=8, pads=[1, 1, 1, 1], id="conv2d_depthwise"),
     conv(r(1, 8, 9, 9), r(8, 1, 3, 3), group=8, strides=[2, 2], pads=[1, 1, 1, 1], id="conv2d_depthwise_s2"),
     conv(r(1, 8, 12, 12), r(8, 1, 5, 5), r(8), group=8, strides=[2, 2], pads=[2, 2, 1, 1], id="conv2d_depthwise_5x5_s2"),
@@ -67,13 +67,13 @@ CONV_CASES = [
     conv(r(1, 8, 8, 8), r(8, 1, 3, 3), r(8), group=8, auto_pad="SAME_UPPER", strides=[2, 2], id="conv2d_depthwise_same"),
     # 1D and 3D
     conv(r(2, 5, 20), r(6, 5, 3), r(6), pads=[1, 2], strides=[2], id="conv1d"),
-    conv(r(1, 32, 50), r(16, 32, 5), r(16), pads=[2, 2], dilations=[2], id="conv1d_shifted"),
-    conv(r(1, 32, 1200), r(16, 32, 3), r(16), pads=[1, 1], strides=[2], id="conv1d_shifted_long_s2"),
+    conv(r(1, 32, 50), r(16, 32, 5), r(16), pads=[2, 2], dilations=[2], id="conv1d_direct"),
+    conv(r(1, 32, 1200), r(16, 32, 3), r(16), pads=[1, 1], strides=[2], id="conv1d_direct_long_s2"),
     conv(r(1, 6, 20), r(6, 1, 4), group=6, pads=[3, 0], id="conv1d_depthwise"),
     conv(r(1, 2, 5, 6, 7), r(3, 2, 3, 3, 3), r(3), pads=[1, 0, 1, 1, 1, 0], strides=[1, 2, 2], id="conv3d"),
     conv(r(1, 4, 4, 5, 6), r(4, 2, 2, 2, 2), group=2, dilations=[2, 1, 2], id="conv3d_group"),
     # weights given as graph inputs (onnx node tests do this), and an old opset
-    conv(r(1, 32, 6, 6), r(8, 32, 3, 3), r(8), w_input=True, pads=[1, 1, 1, 1], id="conv2d_weight_input_shifted"),
+    conv(r(1, 32, 6, 6), r(8, 32, 3, 3), r(8), w_input=True, pads=[1, 1, 1, 1], id="conv2d_weight_input_direct"),
     conv(r(1, 3, 6, 6), r(4, 3, 3, 3), w_input=True, strides=[2, 2], id="conv2d_weight_input"),
     OpCase("Conv", {"x": r(1, 2, 5, 5)}, {"kernel_shape": [3, 3]}, consts={"w": r(3, 2, 3, 3)}, opset=7,
            rtol=1e-4, atol=1e-4, id="conv2d_opset7"),

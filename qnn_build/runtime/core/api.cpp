@@ -171,7 +171,7 @@ qnnb_status prepare_integer_storage(qnnb_graph* g) {
 // One node of the schedule: its kernel, a fused activation, the rounding of its outputs.
 void run_node(qnnb_graph* g, Node& node) {
     node.kernel->run(node, g->ctx);
-    if (node.fused) qnnb::run_fused(node);
+    if (node.fused && !node.fused_in_kernel) qnnb::run_fused(node);
     for (Tensor* t : node.out)
         if (rounds_activation(g, t)) qnnb::fake_quantize(t->out<float>(), t->numel(), t->encoding);
 }

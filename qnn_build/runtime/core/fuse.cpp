@@ -84,6 +84,7 @@ void fuse_activations(qnnb_graph* g) {
 }
 
 void read_fused(Node& n) {
+    n.fused_in_kernel = false;  // until the kernel's prepare says it applies the activation itself
     const std::string kind = n.params.s("fused_activation");
     n.fused = kind == "Relu" ? Node::kFusedRelu : kind == "Clip" ? Node::kFusedClip
             : kind == "Sigmoid" ? Node::kFusedSigmoid : kind == "HardSigmoid" ? Node::kFusedHardSigmoid
@@ -96,12 +97,14 @@ void read_fused(Node& n) {
     }
 }
 
-// The same expressions as the activation kernels (cpu/activation.cpp, cpu/elementwise.cpp's Mul).
 void run_fused(const Node& n) {
     Tensor* t = n.out[0];
     if (n.fused == Node::kFusedNone || !t || t->dtype != QNNB_FLOAT32) return;
-    float* y = t->out<float>();
-    const int64_t total = t->numel();
+    apply_fused(n, t->out<float>(), t->numel());
+}
+
+// The same expressions as the activation kernels (cpu/activation.cpp, cpu/elementwise.cpp's Mul).
+void apply_fused(const Node& n, float* y, int64_t total) {
     const float lo = n.fused_lo, hi = n.fused_hi;
     switch (n.fused) {
         case Node::kFusedRelu:
@@ -121,6 +124,8 @@ void run_fused(const Node& n) {
             break;
         case Node::kFusedSilu:
             for (int64_t i = 0; i < total; ++i) y[i] = y[i] * sigmoid_approx(y[i]);
+            break;
+        default:
             break;
     }
 }

@@ -119,6 +119,9 @@ struct Node {
     enum { kFusedNone = 0, kFusedRelu, kFusedClip, kFusedSigmoid, kFusedHardSigmoid, kFusedHardSwish, kFusedSilu };
     int fused = kFusedNone;
     float fused_lo = 0.f, fused_hi = 0.f;  // Clip: its range; HardSigmoid: alpha, beta
+    // Set by prepare when the kernel applies `fused` itself (apply_fused on each finished piece of
+    // its output, while it is in cache) instead of the graph applying it to the whole output after.
+    bool fused_in_kernel = false;
 
     Tensor* input(size_t i) const { return i < in.size() ? in[i] : nullptr; }
     Tensor* output(size_t i) const { return i < out.size() ? out[i] : nullptr; }
@@ -140,6 +143,9 @@ inline size_t take_scratch(Node& n, size_t bytes) {
 template <class T> T* scratch_at(const Node& n, size_t offset) {
     return reinterpret_cast<T*>(static_cast<char*>(n.scratch) + offset);
 }
+
+// The node's fused activation (core/fuse.cpp) on y[0, count), in place.
+void apply_fused(const Node& n, float* y, int64_t count);
 
 // A backend is a name and a way to find the kernel for an op.
 struct Backend {

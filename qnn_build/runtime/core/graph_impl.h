@@ -85,7 +85,8 @@ qnnb_status bind_graph(qnnb_graph* g);
 
 // Fusion (fuse.cpp): on the float backend, Conv/Gemm/MatMul + a following Relu/Clip become one
 // node (recorded in its parameters, so a context binary keeps the fused schedule); read_fused sets
-// Node::fused from those parameters at bind; run_fused applies it after the node's kernel.
+// Node::fused from those parameters at bind; run_fused applies it after the node's kernel (unless
+// the kernel applied it, Node::fused_in_kernel).
 void fuse_activations(qnnb_graph* g);
 void read_fused(Node& n);
 void run_fused(const Node& n);

@@ -1,18 +1,19 @@
 // Conv: float32, 1D/2D/3D, groups, dilations, explicit pads, optional bias. prepare picks a path:
 //  - depthwise (1D/2D, one input channel per group): per output row, all kernel taps summed in
 //    one vectorised pass over unit-stride rows of the padded, stride-split input (see Phases);
-//  - pointwise (1x1, stride 1, no pads): sgemm straight on the input;
-//  - shifted (1D/2D, enough channels per group): each kernel tap is one sgemm over the padded,
-//    stride-split input shifted by that tap, accumulated into "wide" output rows (phase width)
-//    whose valid columns are then copied out: no im2col at all;
-//  - im2col (everything else): columns for a bounded block of output positions, one sgemm each;
-//  - batched (a few positions per image, several images): every image's im2col columns, one sgemm.
-// Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D.
+//  - pointwise (1x1, stride 1, no pads): one product straight on the input;
+//  - direct (1D/2D): one product whose B rows are the padded, stride-split input of each channel
+//    shifted by each kernel tap (core/packed_gemm.h), into "wide" output rows (phase width) whose
+//    valid columns are then copied out: no im2col, every channel and tap summed in registers;
+//  - im2col (everything else): columns for a bounded block of output positions, one product each;
+//  - batched (a few positions per image, several images): every image's im2col columns, one product.
+// Every path but depthwise multiplies by the weights packed once (at prepare when they are
+// constant). Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "../core/gemm.h"
+#include "../core/packed_gemm.h"
 #include "../core/parallel.h"
 #include "../core/simd.h"
 #include "../core/window.h"
@@ -26,10 +27,13 @@ namespace {
 // The input zero-padded and split into stride phases: phase (a, b) holds padded rows a, a + sh, ...
 // and padded columns b, b + sw, ..., a qh x qw image per channel. Kernel tap (u = kh * dh,
 // v = kw * dw) of output (oh, ow) then reads phase (u % sh, v % sw) at row oh + u / sh, column
-// ow + v / sw: unit stride and always in bounds. The shifted path keeps a whole batch item as
+// ow + v / sw: unit stride and always in bounds. The direct path keeps a whole batch item as
 // [phase][channel][qh][qw]; the depthwise path one channel per worker as [phase][qh][qw].
+// At stride 1 a row's right padding is also the next row's left padding (qw = width + the larger
+// pad, not both): a tap left of column 0 reads the end of the row above, which is zeros. The last
+// row's padding then runs `slack` floats past the image, zeros too.
 struct Phases {
-    int64_t sh = 1, sw = 1, qh = 0, qw = 0;
+    int64_t sh = 1, sw = 1, qh = 0, qw = 0, slack = 0;
     bool identity = true;                 // stride 1, no pads: the input is its own single phase
     std::vector<char> used;               // phases some tap reads: only those are filled
     std::vector<int64_t> col_lo, col_hi;  // per phase column b: the phase columns holding input
@@ -41,8 +45,10 @@ void prepare_phases(const ConvGeometry& g, Phases& p) {
     p.sh = g.stride[1];
     p.sw = g.stride[2];
     const int64_t hp = g.in[1] + g.pad_lo[1] + g.pad_hi[1], wp = g.in[2] + g.pad_lo[2] + g.pad_hi[2];
+    const bool unit = p.sh == 1 && p.sw == 1;
     p.qh = (hp + p.sh - 1) / p.sh;
-    p.qw = (wp + p.sw - 1) / p.sw;
+    p.qw = unit ? g.in[2] + std::max(g.pad_lo[2], g.pad_hi[2]) : (wp + p.sw - 1) / p.sw;
+    p.slack = unit ? g.pad_lo[2] : 0;
     p.identity = p.sh == 1 && p.sw == 1 && hp == g.in[1] && wp == g.in[2];
     p.used.assign(p.sh * p.sw, 0);
     for (int64_t kh = 0; kh < g.k[1]; ++kh)
@@ -81,11 +87,11 @@ void fill_channel(const ConvGeometry& g, const Phases& p, const float* xc, float
         }
 }
 
-enum class ConvPath { Depthwise, Pointwise, Shifted, Im2col, Batched };
+enum class ConvPath { Depthwise, Pointwise, Direct, Im2col, Batched };
 
 constexpr int64_t kIm2colBudget = 1 << 18;   // floats of im2col columns per block (1 MB)
-constexpr int64_t kPointwiseBlock = 4096;    // bias is added while the block is hot in cache
-constexpr int64_t kShiftedMinChannels = 16;  // below this each tap's sgemm is too thin
+constexpr int64_t kWideBudget = 1 << 15;      // floats of wide output rows per direct block (128 KB)
+constexpr int64_t kColumnQuantum = 48;        // a whole number of packed_gemm's column tiles
 constexpr int64_t kDepthwiseMaxTaps = 49;     // a single-channel conv with more taps takes a GEMM path
 constexpr int64_t kFewPositions = 16;         // per image, below which a batch goes in one product
 
@@ -98,47 +104,54 @@ struct Segment {
 struct ConvState {
     ConvGeometry g;
     ConvPath path = ConvPath::Im2col;
-    Phases phases;                   // depthwise and shifted
-    std::vector<int64_t> taps;       // depthwise and shifted: tap_offset of each (kh, kw)
-    int64_t block = 0;               // output positions per sgemm block
-    // In the node's scratch: shifted: one batch item's phases [phase][channel] and the block's wide
+    Phases phases;                   // depthwise and direct
+    std::vector<int64_t> taps;       // depthwise and direct: tap_offset of each (kh, kw)
+    int64_t block = 0;               // output positions per product (direct: wide positions)
+    // In the node's scratch: direct: one batch item's phases [phase][channel] and the block's wide
     // output rows; im2col: the block's columns.
     size_t phases_at = 0, block_at = 0;
     size_t product_at = 0;           // batched: the product of every image's columns, [channel][image][position]
     std::vector<float> rows;         // depthwise: each worker's wide output rows and channel phases
     std::vector<Segment> segments;   // im2col: the current block's row runs
     std::vector<int64_t> w_lo, w_hi; // im2col: per kernel column kw, the valid output columns
-    std::vector<float> packed;       // shifted: weights as [group][tap][out channel][in channel]
+    std::vector<int64_t> b_rows;     // the product's B rows: offset of each (channel, tap) row
+    std::vector<PackedA> weights;    // per group: [out channel][channel x tap], packed
     bool packed_once = false;        // constant weights are packed at prepare
 };
 
-// ---- shifted path ------------------------------------------------------------------------------
-
-void pack_taps(const ConvGeometry& g, const float* w, float* packed) {
-    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
-    for (int64_t grp = 0; grp < g.group; ++grp)
-        for (int64_t t = 0; t < taps; ++t)
-            for (int64_t m = 0; m < mg; ++m) {
-                const float* src = w + ((grp * mg + m) * cg) * taps + t;
-                float* dst = packed + ((grp * taps + t) * mg + m) * cg;
-                for (int64_t c = 0; c < cg; ++c) dst[c] = src[c * taps];
-            }
+void pack_weights(const ConvGeometry& g, const float* w, std::vector<PackedA>& packed) {
+    const int64_t mg = g.out_per_group(), kg = g.in_per_group() * g.taps();
+    packed.resize(static_cast<size_t>(g.group));
+    for (int64_t grp = 0; grp < g.group; ++grp) pack_a(w + grp * mg * kg, mg, kg, kg, packed[static_cast<size_t>(grp)]);
 }
 
-// Wide output positions per block: the accumulated block stays in L1 when it can.
-int64_t shifted_block(int64_t out_per_group) {
-    const int64_t l1_cols = (12288 / out_per_group) / 16 * 16;
-    return l1_cols >= 128 ? std::min<int64_t>(l1_cols, 1024) : 512;
+// Group grp's bias and the fused activation, applied as the product finishes each piece of C.
+Epilogue epilogue(Node& n, int64_t grp) {
+    const int64_t mg = n.state_as<ConvState>().g.out_per_group();
+    return {n.input(2) ? n.in[2]->in<float>() + grp * mg : nullptr, n.fused ? &n : nullptr};
 }
 
-void run_shifted(Node& n, const ExecContext& ctx) {
+const std::vector<PackedA>& weights(Node& n) {
+    ConvState& s = n.state_as<ConvState>();
+    if (!s.packed_once) pack_weights(s.g, n.in[1]->in<float>(), s.weights);
+    return s.weights;
+}
+
+// ---- direct path -------------------------------------------------------------------------------
+
+// Wide output positions per block: the block's rows of every output channel stay in L2, and a
+// block is whole column tiles.
+int64_t direct_block(int64_t out_per_group) {
+    return std::max<int64_t>(kColumnQuantum, kWideBudget / out_per_group / kColumnQuantum * kColumnQuantum);
+}
+
+void run_direct(Node& n, const ExecContext& ctx) {
     ConvState& s = n.state_as<ConvState>();
     const ConvGeometry& g = s.g;
     const float* x = n.in[0]->in<float>();
-    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
     float* y = n.out[0]->out<float>();
-    if (!s.packed_once) pack_taps(g, n.in[1]->in<float>(), s.packed.data());
-    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), taps = g.taps();
+    const std::vector<PackedA>& w = weights(n);
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group();
     const int64_t oh = g.out[1], ow = g.out[2], qw = s.phases.qw, plane = s.phases.plane();
     const int64_t positions = (oh - 1) * qw + ow;  // the last wide row needs no tail
     float* wide = scratch_at<float>(n, s.block_at);
@@ -149,23 +162,28 @@ void run_shifted(Node& n, const ExecContext& ctx) {
             parallel_for(ctx, g.in_ch, [&](int64_t c) {
                 fill_channel(g, s.phases, xb + c * g.in_plane(), data + c * plane, g.in_ch * plane);
             });
+            const int64_t end = s.phases.sh * s.phases.sw * g.in_ch * plane;
+            std::fill(data + end, data + end + s.phases.slack, 0.f);
             xb = data;
         }
         for (int64_t grp = 0; grp < g.group; ++grp) {
+            const Epilogue ep = epilogue(n, grp);
             float* yg = y + (b * g.out_ch + grp * mg) * oh * ow;
+            const float* xg = xb + grp * cg * plane;
+            if (qw == ow) {  // wide rows are the output rows
+                packed_gemm(w[static_cast<size_t>(grp)], xg, s.b_rows.data(), positions, ep, yg, oh * ow, ctx);
+                continue;
+            }
             for (int64_t p0 = 0; p0 < positions; p0 += s.block) {
                 const int64_t cols = std::min(s.block, positions - p0);
-                for (int64_t t = 0; t < taps; ++t)
-                    sgemm(false, false, mg, cols, cg, 1.f, s.packed.data() + (grp * taps + t) * mg * cg, cg,
-                          xb + grp * cg * plane + s.taps[t] + p0, plane, t == 0 ? 0.f : 1.f, wide, cols);
-                // Copy the valid columns of each wide row in the block, adding the bias.
+                packed_gemm(w[static_cast<size_t>(grp)], xg + p0, s.b_rows.data(), cols, ep, wide, cols, ctx);
+                // Copy the valid columns of each wide row in the block.
                 parallel_for(ctx, mg, [&](int64_t m) {
-                    const float add = bias ? bias[grp * mg + m] : 0.f;
                     for (int64_t row = p0 / qw; row * qw < p0 + cols; ++row) {
                         const int64_t a = std::max(p0, row * qw), e = std::min(p0 + cols, row * qw + ow);
-                        const float* src = wide + m * cols + (a - p0);
-                        float* dst = yg + m * oh * ow + row * ow + (a - row * qw);
-                        for (int64_t i = 0; i < e - a; ++i) dst[i] = src[i] + add;
+                        if (a < e)
+                            std::memcpy(yg + m * oh * ow + row * ow + (a - row * qw), wide + m * cols + (a - p0),
+                                        sizeof(float) * static_cast<size_t>(e - a));
                     }
                 });
             }
@@ -211,59 +229,46 @@ void im2col_channel(const ConvState& s, const float* xc, float* col, int64_t ld)
             }
 }
 
-void add_bias(const ExecContext& ctx, float* y, int64_t ld, int64_t rows, int64_t cols, const float* bias) {
-    parallel_for(ctx, rows, [&](int64_t m) {
-        const float b = bias[m];
-        float* row = y + m * ld;
-        for (int64_t j = 0; j < cols; ++j) row[j] += b;
-    });
-}
-
 void run_gemm(Node& n, const ExecContext& ctx) {
     ConvState& s = n.state_as<ConvState>();
     const ConvGeometry& g = s.g;
     const float* x = n.in[0]->in<float>();
-    const float* w = n.in[1]->in<float>();
-    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
     float* y = n.out[0]->out<float>();
-    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), kg = cg * g.taps();
+    const std::vector<PackedA>& w = weights(n);
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group();
     const int64_t positions = g.out_plane(), in_plane = g.in_plane();
     const bool pointwise = s.path == ConvPath::Pointwise;
     for (int64_t b = 0; b < g.batch; ++b)
         for (int64_t grp = 0; grp < g.group; ++grp) {
             const float* xg = x + (b * g.in_ch + grp * cg) * in_plane;
-            const float* wg = w + grp * mg * kg;
+            const Epilogue ep = epilogue(n, grp);
             float* yg = y + (b * g.out_ch + grp * mg) * positions;
+            if (pointwise) {  // B's rows are the input planes
+                packed_gemm(w[static_cast<size_t>(grp)], xg, s.b_rows.data(), positions, ep, yg, positions, ctx);
+                continue;
+            }
+            float* col = scratch_at<float>(n, s.block_at);
             for (int64_t j0 = 0; j0 < positions; j0 += s.block) {
                 const int64_t cols = std::min(s.block, positions - j0);
-                const float* cols_matrix = xg + j0;
-                int64_t ld = positions;
-                if (!pointwise) {
-                    float* col = scratch_at<float>(n, s.block_at);
-                    block_segments(g, j0, j0 + cols, s.segments);
-                    parallel_for(ctx, cg, [&](int64_t c) {
-                        im2col_channel(s, xg + c * in_plane, col + c * g.taps() * cols, cols);
-                    });
-                    cols_matrix = col;
-                    ld = cols;
-                }
-                sgemm(false, false, mg, cols, kg, 1.f, wg, kg, cols_matrix, ld, 0.f, yg + j0, positions);
-                if (bias) add_bias(ctx, yg + j0, positions, mg, cols, bias + grp * mg);
+                block_segments(g, j0, j0 + cols, s.segments);
+                parallel_for(ctx, cg, [&](int64_t c) {
+                    im2col_channel(s, xg + c * in_plane, col + c * g.taps() * s.block, s.block);
+                });
+                packed_gemm(w[static_cast<size_t>(grp)], col, s.b_rows.data(), cols, ep, yg + j0, positions, ctx);
             }
         }
 }
 
 // A few output positions per image and several images (silero's sequence form: 8 frames of 1-4
 // positions): one product over every image's im2col columns instead of one thin product per image,
-// then each image's rows copied out with the bias (the same sums: the GEMM is position-invariant).
+// then each image's rows copied out (the same sums: the product is position-invariant).
 void run_batched(Node& n, const ExecContext& ctx) {
     ConvState& s = n.state_as<ConvState>();
     const ConvGeometry& g = s.g;
     const float* x = n.in[0]->in<float>();
-    const float* w = n.in[1]->in<float>();
-    const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
     float* y = n.out[0]->out<float>();
-    const int64_t cg = g.in_per_group(), mg = g.out_per_group(), kg = cg * g.taps();
+    const std::vector<PackedA>& w = weights(n);
+    const int64_t cg = g.in_per_group(), mg = g.out_per_group();
     const int64_t positions = g.out_plane(), in_plane = g.in_plane(), cols = g.batch * positions;
     float* col = scratch_at<float>(n, s.block_at);
     float* product = scratch_at<float>(n, s.product_at);
@@ -275,14 +280,11 @@ void run_batched(Node& n, const ExecContext& ctx) {
                 im2col_channel(s, xg + c * in_plane, col + c * g.taps() * cols + b * positions, cols);
             });
         }
-        sgemm(false, false, mg, cols, kg, 1.f, w + grp * mg * kg, kg, col, cols, 0.f, product, cols);
+        packed_gemm(w[static_cast<size_t>(grp)], col, s.b_rows.data(), cols, epilogue(n, grp), product, cols, ctx);
         for (int64_t b = 0; b < g.batch; ++b)
-            for (int64_t m = 0; m < mg; ++m) {
-                const float* src = product + m * cols + b * positions;
-                float* dst = y + (b * g.out_ch + grp * mg + m) * positions;
-                const float add = bias ? bias[grp * mg + m] : 0.f;
-                for (int64_t j = 0; j < positions; ++j) dst[j] = bias ? src[j] + add : src[j];
-            }
+            for (int64_t m = 0; m < mg; ++m)
+                std::memcpy(y + (b * g.out_ch + grp * mg + m) * positions, product + m * cols + b * positions,
+                            sizeof(float) * static_cast<size_t>(positions));
     }
 }
 
@@ -344,7 +346,8 @@ void run_depthwise(Node& n, const ExecContext& ctx) {
     float* y = n.out[0]->out<float>();
     const Phases& p = s.phases;
     const int64_t taps = g.taps(), oh_n = g.out[1], ow_n = g.out[2], multiplier = g.out_per_group();
-    const int64_t wide_n = (oh_n - 1) * p.qw + ow_n, phases_n = p.identity ? 0 : p.sh * p.sw * p.plane();
+    // Each worker's phases end with the slack, zeros since the vector was sized (never written).
+    const int64_t wide_n = (oh_n - 1) * p.qw + ow_n, phases_n = p.identity ? 0 : p.sh * p.sw * p.plane() + p.slack;
     const int64_t channels = g.batch * g.in_ch;
     const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(ctx.threads, channels));
     const int64_t per_worker = (channels + workers - 1) / workers;
@@ -392,11 +395,10 @@ ConvPath choose_path(const ConvGeometry& g) {
     if (planar && g.in_per_group() == 1 && g.group == g.in_ch && !long_single) return ConvPath::Depthwise;
     if (g.taps() == 1 && unit_stride && no_pad) return ConvPath::Pointwise;
     // Wide rows waste (phase width - output width) columns: fine unless the image is very narrow.
+    // A handful of positions fill less than one column tile: im2col's product is as good there.
     const int64_t phase_w = (g.in[2] + g.pad_lo[2] + g.pad_hi[2] + g.stride[2] - 1) / g.stride[2];
-    // A handful of positions: one product over K = channels x taps beats one thin product per tap.
-    if (planar && g.in_per_group() >= kShiftedMinChannels && g.out_plane() >= kFewPositions &&
-        (g.out[1] == 1 || 4 * phase_w <= 5 * g.out[2]))
-        return ConvPath::Shifted;
+    if (planar && g.out_plane() >= kFewPositions && (g.out[1] == 1 || 4 * phase_w <= 5 * g.out[2]))
+        return ConvPath::Direct;
     return ConvPath::Im2col;
 }
 
@@ -423,36 +425,34 @@ bool prepare_conv(Node& n, std::string& err) {
     ConvGeometry& g = s.g;
     if (!read_conv_geometry(n, g, err) || !check_shapes(n, g, err)) return false;
     s.path = choose_path(g);
-    const int64_t positions = g.out_plane();
-    if (s.path == ConvPath::Depthwise || s.path == ConvPath::Shifted) {
+    const int64_t positions = g.out_plane(), cg = g.in_per_group(), taps = g.taps();
+    if (s.path == ConvPath::Depthwise || s.path == ConvPath::Direct) {
         prepare_phases(g, s.phases);
         const Phases& p = s.phases;
-        // Shifted: phases of all channels, [phase][channel]; depthwise: one channel's phases.
-        const int64_t phase_stride = s.path == ConvPath::Shifted ? g.in_ch * p.plane() : p.plane();
+        // Direct: phases of all channels, [phase][channel]; depthwise: one channel's phases.
+        const int64_t phase_stride = s.path == ConvPath::Direct ? g.in_ch * p.plane() : p.plane();
         for (int64_t kh = 0; kh < g.k[1]; ++kh)
             for (int64_t kw = 0; kw < g.k[2]; ++kw) s.taps.push_back(tap_offset(g, p, kh, kw, phase_stride));
-        if (s.path == ConvPath::Shifted && !p.identity)
-            s.phases_at = take_scratch(n, static_cast<size_t>(p.sh * p.sw * phase_stride) * sizeof(float));
+        if (s.path == ConvPath::Direct && !p.identity)
+            s.phases_at = take_scratch(n, static_cast<size_t>(p.sh * p.sw * phase_stride + p.slack) * sizeof(float));
         // Depthwise: one worker's wide output rows and channel phases; run() adds more for more threads.
         if (s.path == ConvPath::Depthwise)
-            s.rows.resize((g.out[1] - 1) * p.qw + g.out[2] + (p.identity ? 0 : p.sh * p.sw * p.plane()));
+            s.rows.resize((g.out[1] - 1) * p.qw + g.out[2] + (p.identity ? 0 : p.sh * p.sw * p.plane() + p.slack));
     }
-    if (s.path == ConvPath::Shifted) {
-        s.block = std::min((g.out[1] - 1) * s.phases.qw + g.out[2], shifted_block(g.out_per_group()));
+    if (s.path == ConvPath::Depthwise) return true;
+    if (s.path == ConvPath::Direct) {
+        for (int64_t c = 0; c < cg; ++c)
+            for (int64_t t = 0; t < taps; ++t) s.b_rows.push_back(c * s.phases.plane() + s.taps[static_cast<size_t>(t)]);
+        s.block = std::min((g.out[1] - 1) * s.phases.qw + g.out[2], direct_block(g.out_per_group()));
         s.block_at = take_scratch(n, static_cast<size_t>(g.out_per_group() * s.block) * sizeof(float));
-        s.packed.resize(g.out_ch * g.in_per_group() * g.taps());
-        if (n.in[1]->is_const()) {
-            pack_taps(g, n.in[1]->in<float>(), s.packed.data());
-            s.packed_once = true;
-        }
     } else if (s.path == ConvPath::Pointwise) {
-        s.block = std::min(positions, kPointwiseBlock);
-    } else if (s.path == ConvPath::Im2col || s.path == ConvPath::Batched) {
-        const int64_t rows = g.in_per_group() * g.taps();
+        for (int64_t c = 0; c < cg; ++c) s.b_rows.push_back(c * g.in_plane());
+    } else {
         const bool batched = s.path == ConvPath::Batched;
-        s.block = batched ? positions : std::min(positions, std::max<int64_t>(64, kIm2colBudget / rows));
+        s.block = batched ? positions : std::min(positions, std::max<int64_t>(64, kIm2colBudget / (cg * taps)));
         const int64_t cols = batched ? g.batch * positions : s.block;
-        s.block_at = take_scratch(n, static_cast<size_t>(rows * cols) * sizeof(float));
+        for (int64_t r = 0; r < cg * taps; ++r) s.b_rows.push_back(r * cols);
+        s.block_at = take_scratch(n, static_cast<size_t>(cg * taps * cols) * sizeof(float));
         if (batched) s.product_at = take_scratch(n, static_cast<size_t>(g.out_per_group() * cols) * sizeof(float));
         s.segments.reserve(s.block / g.out[2] + 2);
         s.w_lo.resize(g.k[2]);
@@ -460,13 +460,18 @@ bool prepare_conv(Node& n, std::string& err) {
         for (int64_t kw = 0; kw < g.k[2]; ++kw)
             valid_range(kw * g.dil[2] - g.pad_lo[2], g.stride[2], g.in[2], g.out[2], s.w_lo[kw], s.w_hi[kw]);
     }
+    if (n.in[1]->is_const()) {
+        pack_weights(g, n.in[1]->in<float>(), s.weights);
+        s.packed_once = true;
+    }
+    n.fused_in_kernel = true;  // every product path applies it (epilogue)
     return true;
 }
 
 void run_conv(Node& n, const ExecContext& ctx) {
     switch (n.state_as<ConvState>().path) {
         case ConvPath::Depthwise: run_depthwise(n, ctx); break;
-        case ConvPath::Shifted: run_shifted(n, ctx); break;
+        case ConvPath::Direct: run_direct(n, ctx); break;
         case ConvPath::Batched: run_batched(n, ctx); break;
         default: run_gemm(n, ctx); break;
     }
