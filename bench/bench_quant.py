@@ -70,6 +70,9 @@ class Setting:
     params: dict = field(default_factory=dict)
 
 
+AUTO = {"act_range": "auto", "weight_rounding": "auto"}
+
+
 def ours_settings(block_size: int) -> list[Setting]:
     b = f"b{block_size}"
     rows = [
@@ -81,6 +84,8 @@ def ours_settings(block_size: int) -> list[Setting]:
         ("ours w8a8 gptq", "w8a8", {"weight_rounding": "gptq"}),  # error-feedback weight rounding
         ("ours w8a8 search+gptq", "w8a8", {"act_range": "search", "weight_rounding": "gptq"}),
         ("ours w8a8 gptq+biascorr", "w8a8", {"weight_rounding": "gptq", "bias_correction": True}),
+        ("ours w8a8 auto", "w8a8", AUTO),  # the best fixed range method (21) and GPTQ
+        ("ours w8a8 auto+biascorr", "w8a8", {**AUTO, "bias_correction": True}),
         ("ours w8a8 mse", "w8a8", {"act_range": "mse", "weight_range": "mse"}),
         ("ours w8a8 mse+cle", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True}),
         ("ours w8a8 mse+cle+biascorr", "w8a8", {"act_range": "mse", "weight_range": "mse", "cle": True,
@@ -591,7 +596,8 @@ def main(argv=None) -> int:
                     help="test data of the preceding --model (default: random normal, another seed)")
     ap.add_argument("--tools", default="ours,ort,nncf", help="which tools (default ours,ort,nncf)")
     ap.add_argument("--only", metavar="TEXT,...",
-                    help="only the settings whose label holds one of these texts, e.g. 'w8a8 minmax,search,MinMax'")
+                    help="only the settings whose label holds one of these texts, e.g. 'w8a8 minmax,search,MinMax' "
+                         "(a text after '=' must be the whole label)")
     ap.add_argument("--block-size", type=int, default=32, help="4-bit block size, all tools (default 32)")
     ap.add_argument("--percentile", type=float, default=99.99,
                     help="percentile for ours and onnxruntime's Percentile calibration (default 99.99)")
@@ -621,7 +627,8 @@ def main(argv=None) -> int:
         settings += ours_settings(args.block_size)
     settings += [s for s in peer_settings(args.block_size) if s.tool.split("-")[0] in tools]
     if args.only:
-        settings = [s for s in settings if any(text in s.label for text in args.only.split(","))]
+        settings = [s for s in settings if any(s.label == text[1:] if text.startswith("=") else text in s.label
+                                               for text in args.only.split(","))]
 
     versions = peers.versions()
     print("peers: " + ", ".join(f"{k} {v}" for k, v in versions.items()))

@@ -311,11 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--input-list", "--calibration", dest="calibration", metavar="FILE",
                    help="calibration data: a qnn-net-run input list or an .npz (key = input name, [N, *shape])")
     q.add_argument("--calibration-stats", metavar="FILE", help="statistics from `qnn-build calibrate` (skips running)")
-    q.add_argument("--act-range", choices=["minmax", "percentile", "mse", "search"],
-                   help="activation range algorithm (search: scored by the output error on the calibration samples)")
+    q.add_argument("--act-range", choices=["minmax", "percentile", "mse", "search", "auto"],
+                   help="activation range algorithm (search: each range scored by the output error on the "
+                        "calibration samples; auto: the fixed method that scores best)")
     q.add_argument("--weight-range", choices=["minmax", "mse"], help="weight range algorithm")
-    q.add_argument("--weight-rounding", choices=["nearest", "gptq"],
-                   help="nearest (default), or gptq: error feedback over the calibration inputs of each layer")
+    q.add_argument("--weight-rounding", choices=["nearest", "gptq", "auto"],
+                   help="nearest (default), gptq: error feedback over the calibration inputs of each layer, "
+                        "or auto: gptq where calibration samples are given")
     q.add_argument("--percentile", type=float, help="percentile for --act-range percentile (default 99.99)")
     q.add_argument("--per-tensor", action="store_true", default=None, help="one weight scale per tensor")
     q.add_argument("--block-size", type=int, choices=[32, 64, 128], help="block-wise 4-bit weights")

@@ -23,7 +23,7 @@ from .ir.passes import run_passes
 from .ir.rnn_lowering import lower_recurrent
 from .npu_lowering.lower import add_npu_params
 from .ops import lower_graph
-from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph
+from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph, resolve_auto
 from .quant.cle import equalize
 from .quant.encodings_json import encodings_document, load_overrides
 from .quant.fallback import apply_float_fallback, float_constants
@@ -108,7 +108,7 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
     prec = parse_precision(precision or (implied_precision(graph) if in_model else "fp32"))
     kept = in_model if prec.is_quantized and not ignore_encodings else {}
     graph.source_encodings = dict(kept)
-    options = options or QuantOptions()
+    options = resolve_auto(options or QuantOptions(), bool(calibration))
     lower_rnn = prec.is_quantized if lower_rnn is None else lower_rnn
     # CLE rescales weights, which a kept encoding pins: not with a QDQ model's encodings
     prepare_graph(graph, cle=cle and prec.is_quantized and not kept, lower_rnn=lower_rnn)
@@ -123,9 +123,9 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
             stats, hessians = _from_samples(graph, calibration, calibration_stats, options)
         pinned = _pins(graph, overrides)
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
-        if prec.is_quantized and options.act_range == "search":  # hook: the range search, (13)-(15)
+        if prec.is_quantized and options.act_range in ("search", "auto"):  # hook: the range search, (13)-(16), (21)
             from .quant.range_search import search_ranges
-            _require_samples(calibration, "act_range search runs the model")
+            _require_samples(calibration, f"act_range {options.act_range} runs the model")
             act_ranges = search_ranges(graph, prec, stats, options, pinned, calibration, hessians).ranges
         try:
             quantize_graph(graph, prec, stats, options, pinned, act_ranges, hessians)

@@ -80,7 +80,7 @@ CASES = [
     (["--calibration", "good.npz", "--quantization-overrides", "absent.json"],
      "absent.json: quantization overrides file not found"),
     (["--calibration", "good.npz", "--config", "serch.json"],
-     "serch.json: act_range: unknown value 'serch' (one of minmax, percentile, mse, search)"),
+     "serch.json: act_range: unknown value 'serch' (one of minmax, percentile, mse, search, auto)"),
     (["--calibration", "good.npz", "--config", "wrange.json"],
      "wrange.json: weight_range: unknown value 'percentile' (one of minmax, mse)"),
     (["--calibration", "good.npz", "--config", "block.json"],

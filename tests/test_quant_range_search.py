@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from qnn_build.convert import build_graph, calibrate, convert
 from qnn_build.quant import QuantOptions, parse_precision
 from qnn_build.quant.encoding import activation_encoding
-from qnn_build.quant.range_search import SEARCH_PASSES, _Scorer, candidate_ranges, search_ranges
+from qnn_build.quant.range_search import AUTO_METHODS, SEARCH_PASSES, _Scorer, candidate_ranges, search_ranges
 from qnn_build.runtime import load
 from qnn_build.toolchain import build_model_lib
 
@@ -96,3 +96,33 @@ def test_candidates_start_with_minmax_and_differ_in_encoding(work):
         assert cands[0] == (stats[name].min, stats[name].max)
         keys = {(float(e.scales[0]), int(e.offsets[0])) for e in (activation_encoding(lo, hi, 8) for lo, hi in cands)}
         assert len(keys) == len(cands) >= 2
+
+
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+def test_auto_takes_the_best_fixed_method_only_when_it_scores_significantly_better(work, precision):
+    """(21): every candidate method is scored once; the result is minmax or a method whose error is
+    significantly below minmax's (16); at 8 bits the input's outliers make a percentile pay."""
+    graph = build_graph(work / "model.onnx", lower_rnn=True)
+    stats = calibrate(work / "model.onnx", work / "calib.npz")
+    prec = parse_precision(precision)
+    result = search_ranges(graph, prec, stats, QuantOptions(act_range="auto"), None, work / "calib.npz")
+    assert result.evaluations == len(AUTO_METHODS)
+    assert result.error <= result.start_error
+    labels = [m if p is None else f"{m} {p}" for m, p in AUTO_METHODS]
+    assert result.method in labels
+    if result.method == "minmax":
+        assert not result.changed and result.error == result.start_error
+    else:
+        assert result.changed and result.error < result.start_error
+    if precision == "w8a8":
+        assert result.method != "minmax"
+
+
+def test_auto_without_samples_is_minmax_and_nearest(work):
+    """Statistics alone cannot score a candidate or give GPTQ its H: auto is then the plain method."""
+    stats_path = work / "stats.npz"
+    calibrate(work / "model.onnx", work / "calib.npz", out_path=stats_path)
+    for out, options in (("plain", QuantOptions()), ("auto", QuantOptions(act_range="auto", weight_rounding="auto"))):
+        convert(work / "model.onnx", work / out, precision="w8a8", calibration_stats=stats_path, options=options)
+    for name in ("model.cpp", "model.bin", "model.encodings.json"):
+        assert (work / "plain" / name).read_bytes() == (work / "auto" / name).read_bytes(), name

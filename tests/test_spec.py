@@ -197,10 +197,10 @@ BAD = [
      "models/digits_cnn.yaml:12: quantization.block_size: only applies to 4-bit weights (w4a8, w4a16), "
      "and precisions has none; remove it or set it to null"),
     ("bad enum", "block_size: 32", "act_range: minmx",
-     "models/digits_cnn.yaml:12: quantization.act_range: expected one of 'minmax', 'percentile', 'mse', 'search'; "
+     "models/digits_cnn.yaml:12: quantization.act_range: expected one of 'minmax', 'percentile', 'mse', 'search', 'auto'; "
      "got 'minmx'; did you mean 'minmax'?"),
     ("bad weight rounding", "block_size: 32", "weight_rounding: adaround",
-     "models/digits_cnn.yaml:12: quantization.weight_rounding: expected one of 'nearest', 'gptq'; got 'adaround'"),
+     "models/digits_cnn.yaml:12: quantization.weight_rounding: expected one of 'nearest', 'gptq', 'auto'; got 'adaround'"),
     ("labels key not in data", "labels: labels", "labels: label",
      "models/digits_cnn.yaml:15: test.labels: models/digits_cnn/test.npz has no array for labels 'label' "
      "(it holds: image, labels)"),

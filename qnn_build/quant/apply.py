@@ -2,7 +2,7 @@
 and every float constant replaced by its integers (weights, biases, other parameters).
 Equations: docs/quantization.md."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,6 +31,18 @@ class QuantOptions:
     # nearest: (2) on every weight; gptq: Conv/Gemm/MatMul weights rounded with error feedback,
     # docs/quantization.md (17)-(20) (needs the layers' H from quant/gptq.py collect_hessians).
     weight_rounding: str = "nearest"
+
+
+def resolve_auto(options: QuantOptions, samples: bool) -> QuantOptions:
+    """act_range and weight_rounding `auto` (docs/quantization.md "The default"): the best fixed range
+    method (21) and GPTQ where the calibration samples are given; where only statistics are, minmax
+    and nearest rounding (both need the samples)."""
+    changes = {}
+    if options.act_range == "auto" and not samples:
+        changes["act_range"] = "minmax"
+    if options.weight_rounding == "auto":
+        changes["weight_rounding"] = "gptq" if samples else "nearest"
+    return replace(options, **changes)
 
 
 def weight_axes(node: Node, graph: Graph, index: int) -> tuple[int, int] | None:

@@ -26,6 +26,10 @@ SEARCH_PERCENTILES = (99.999, 99.99, 99.9)
 SEARCH_PASSES = 2                       # sweeps over all tensors at most; stops early when one changes nothing
 SEARCH_SAMPLES = 128                    # the first calibration samples score a candidate
 SEARCH_SIGNIFICANCE = 2.0               # (16): standard errors a move must gain by
+# act_range auto (the default, docs/quantization.md (21)): one fixed method for every tensor, the one
+# that scores best; these few evaluations cost about one pass over the calibration set.
+AUTO_METHODS = (("minmax", None),) + tuple(("percentile", p) for p in SEARCH_PERCENTILES) + (("mse", None),)
+AUTO_SAMPLES = 64
 
 
 @dataclasses.dataclass
@@ -35,6 +39,7 @@ class SearchResult:
     error: float          # (13) with the ranges found
     evaluations: int
     changed: list         # tensors whose range moved
+    method: str = SEARCH_START  # the fixed method the ranges start from (auto: the best one, (21))
 
 
 def candidate_ranges(stats, bits: int) -> list[tuple[float, float]]:
@@ -58,14 +63,40 @@ def _encoding_key(lo, hi, bits):
 
 
 def search_ranges(graph, precision, stats, options, pinned, calibration, hessians=None) -> SearchResult:
-    """The ranges (15) finds for `graph` (the float graph; not modified). hessians: GPTQ's, for
-    weight_rounding gptq (the candidates are scored with the weights convert will write)."""
+    """The ranges (15) finds for `graph` (the float graph; not modified), or with act_range auto the
+    best fixed method's (21). hessians: GPTQ's, for weight_rounding gptq (the candidates are scored
+    with the weights convert will write)."""
+    auto = options.act_range == "auto"
     with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
-        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp), hessians)
+        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp), hessians,
+                         AUTO_SAMPLES if auto else SEARCH_SAMPLES)
         try:
-            return _greedy(scorer, stats)
+            return _best_method(scorer, stats) if auto else _greedy(scorer, stats)
         finally:
             scorer.close()
+
+
+def _method_label(method, p):
+    return f"percentile {p}" if p is not None else method
+
+
+def _best_method(scorer, stats) -> SearchResult:
+    """(21): each fixed method of AUTO_METHODS for every searched tensor at once, in order; a method
+    replaces the current one only if it lowers (13) significantly (16), so minmax stays unless another
+    method is better on the calibration samples as a whole, not on a few of them."""
+    best = start = None
+    for method, p in AUTO_METHODS:
+        ranges = {name: tuple(float(v) for v in choose_range(stats[name].min, stats[name].max, stats[name].hist,
+                                                             bits, method, p if p is not None else 99.99))
+                  for name, (_, _, bits) in scorer.start.items()}
+        e = scorer.error(ranges)
+        if best is None or _significantly_lower(e, best[1]):
+            best = (ranges, e, _method_label(method, p))
+        start = e if start is None else start
+    ranges, e, label = best
+    changed = [n for n, (lo, hi, bits) in scorer.start.items()
+               if _encoding_key(*ranges[n], bits) != _encoding_key(lo, hi, bits)]
+    return SearchResult(ranges, float(start.sum()), float(e.sum()), len(AUTO_METHODS), changed, label)
 
 
 def _greedy(scorer, stats) -> SearchResult:
@@ -104,7 +135,8 @@ def _significantly_lower(new: np.ndarray, old: np.ndarray) -> bool:
 class _Scorer:
     """(13) for a set of activation ranges, on the cpu backend."""
 
-    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path, hessians=None):
+    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path, hessians=None,
+                 samples: int = SEARCH_SAMPLES):
         from ..convert import write_artifacts
         from ..runtime.binding import Model
         from ..toolchain import build_model_lib
@@ -124,7 +156,7 @@ class _Scorer:
         self._model_cls = Model
         with Model(libs["float"], threads=1) as ref_model:
             _, stream = iter_samples(calibration, ref_model.inputs)
-            self.samples = [feeds for _, feeds in zip(range(SEARCH_SAMPLES), stream())]
+            self.samples = [feeds for _, feeds in zip(range(samples), stream())]
             self._ref = [ref_model.run(f) for f in self.samples]
         names = [n for n, v in self._ref[0].items() if np.issubdtype(v.dtype, np.floating)]
         self._power = {n: sum(float(np.sum(np.square(r[n], dtype=np.float64))) for r in self._ref) for n in names}
