@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import QnnBuildError
+from .log import LEVELS
+from .errors import QnnBuildError, os_error_line
 
 
 def _dims(text: str) -> list[int]:
@@ -31,6 +32,17 @@ def _dims(text: str) -> list[int]:
         return [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers") from None
+
+
+def _at_least_one(text: str) -> int:
+    """A count (inferences, threads, samples): a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _values(text: str):
@@ -271,6 +283,18 @@ def _json_arg(text: str):
         raise argparse.ArgumentTypeError(f"invalid JSON: {e.msg}") from None
 
 
+def cmd_context_info(args) -> None:
+    from .runtime.ctx_info import format_info, read_info
+
+    if not args.context:
+        raise QnnBuildError("context-info needs a context binary")
+    path = Path(args.context)
+    if not path.exists():
+        raise QnnBuildError(f"{path}: no such file")
+    info = read_info(path)
+    print(json.dumps(info, indent=1) if args.json else format_info(info))
+
+
 def cmd_ops(args) -> None:
     from .ops import supported_ops
     print("\n".join(supported_ops()))
@@ -290,6 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.add_argument("--config", help="JSON file of this step's options (command-line flags win)")
         sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+        sp.add_argument("--log-level", choices=LEVELS, help="what to say while working: error, warning, info "
+                        "(progress; the default on a terminal), debug (also tracebacks)")
         sp.set_defaults(func=fn, parser=sp)  # parser: _load_config checks --config values by its choices
         return sp
 
@@ -366,10 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--precision", help="refuse a model library converted at another precision")
     n.add_argument("--input-list", help="qnn-net-run input list: one line per inference of name:=path.raw")
     n.add_argument("--output-dir", help="where Result_N/<output>.raw go")
-    n.add_argument("--num-inferences", type=int, help="run this many inferences (default: one per line)")
+    n.add_argument("--num-inferences", type=_at_least_one, help="run this many inferences (default: one per line)")
     n.add_argument("--profiling-level", choices=["basic", "detailed"],
                    help="write OUT/profile.json: basic, execute times; detailed, also each node's (docs/formats.md)")
-    n.add_argument("--threads", type=int, help="threads for the backend (default 1)")
+    n.add_argument("--threads", type=_at_least_one, help="threads for the backend (default 1)")
     n.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
     n.add_argument("--use-native-input-files", action="store_true", default=None,
                    help="raw inputs with an 8/16-bit encoding hold its uint8/uint16 codes, as qnn-net-run's")
@@ -387,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
              cmd_reference)
     f.add_argument("source", nargs="?", help="the .onnx model (float)")
     f.add_argument("--data", help="test data .npz: one key per input, arr[i] = one input")
-    f.add_argument("--samples", type=int, help="use at most this many samples (default: all)")
+    f.add_argument("--samples", type=_at_least_one, help="use at most this many samples (default: all)")
     f.add_argument("--input-dim", dest="input_dims", nargs=2, action="append", metavar=("NAME", "DIMS"),
                    help="the input's shape; each sample is reshaped to it (repeatable)")
     f.add_argument("--input-value", dest="input_values", nargs=2, action="append", metavar=("NAME", "VALUE"),
@@ -405,10 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--reference", help="reference .npz from `qnn-build reference`")
     t.add_argument("--data", help="test data .npz (as for reference)")
     t.add_argument("--labels", help="the .npz key of int labels: adds top-1 accuracy")
-    t.add_argument("--samples", type=int, help="use at most this many samples (default: all)")
+    t.add_argument("--samples", type=_at_least_one, help="use at most this many samples (default: all)")
     t.add_argument("--threshold", dest="thresholds", action="append", metavar="KEY=VALUE",
                    help="a limit: sqnr_db, cosine, top1 (minimums), max_abs, rel_err (maximums) (repeatable)")
-    t.add_argument("--threads", type=int, help="threads for the backend (default 1)")
+    t.add_argument("--threads", type=_at_least_one, help="threads for the backend (default 1)")
     t.add_argument("--name", help="model name, for test.json and messages")
     t.add_argument("--precision", help="precision of the build, for test.json and messages; a --model converted "
                                        "at another precision is refused")
@@ -427,28 +453,74 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--skipped", type=_json_arg, help="JSON list of builds left out, for the manifest")
     z.add_argument("-o", "--output", help="the .tar.gz to write")
 
+    i = step("context-info", "describe a context binary: header, backend, target, precision, graph io with "
+                             "encodings, memory plan, checksum (as qnn-context-binary-utility)", cmd_context_info)
+    i.add_argument("context", nargs="?", help="the context binary (model.ctx, or an htp context's .bin)")
+    i.add_argument("--json", action="store_true", default=None, help="print JSON instead of text")
+
     o = sub.add_parser("ops", help="list the ONNX ops the converter supports")
     o.set_defaults(func=cmd_ops)
     return p
 
 
+def _qnn_spellings(argv: list[str]) -> list[str]:
+    """QNN's tools spell flags with underscores (--input_list, --output_dir): take them as ours."""
+    out = []
+    for token in argv:
+        if token.startswith("--") and "_" in token.partition("=")[0]:
+            flag, eq, value = token.partition("=")
+            token = flag.replace("_", "-") + eq + value
+        out.append(token)
+    return out
+
+
+def _step_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[command]
+
+
+def _stdout_failed(e: OSError) -> str:
+    """stdout could not be written (a full disk, a closed pipe): later writes go nowhere, so that
+    Python's own flush at exit does not print a second error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return f"writing the output: {os_error_line(OSError(e.errno, e.strerror, '<stdout>'))}"
+
+
 def main(argv=None) -> int:
+    from .log import log, setup
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(_qnn_spellings(sys.argv[1:] if argv is None else list(argv)))
+    if extra:  # the step's usage, not the top level's
+        _step_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    setup(getattr(args, "log_level", None), getattr(args, "quiet", False))
     if args.command in ("convert", "calibrate"):
         try:
             args.input_dims = [(n, _dims(d)) for n, d in args.input_dims] if args.input_dims else None
             args.input_values = [(n, _values(v)) for n, v in args.input_values] if args.input_values else None
         except argparse.ArgumentTypeError as e:
-            parser.error(str(e))
+            _step_parser(parser, args.command).error(str(e))
+    error = None
     try:
         args.func(args)
+        sys.stdout.flush()
     except QnnBuildError as e:
-        print(f"qnn-build {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        error = str(e)
     except KeyboardInterrupt:
         print(f"qnn-build {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `qnn-build ... | head`: the reader has what it wanted
+        _stdout_failed(BrokenPipeError())
+        return 1
+    except OSError as e:
+        error = os_error_line(e) if e.filename is not None else _stdout_failed(e)
+    except Exception as e:  # a bug of ours: still one line; the traceback at --log-level debug
+        log.debug("internal error", exc_info=True)
+        error = f"internal error: {type(e).__name__}: {e} (--log-level debug shows where)"
+    if error is not None:
+        print(f"qnn-build {args.command}: error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import QnnBuildError
+from ..errors import QnnBuildError, missing_file
 from .model_io import IOInfo
 
 
@@ -27,7 +27,7 @@ def parse_input_list(path, inputs: list[IOInfo]) -> list[dict[str, Path]]:
     """Each inference's input name -> raw file path."""
     path = Path(path)
     if not path.is_file():
-        raise QnnBuildError(f"{path}: input list not found")
+        raise missing_file(path, "input list")
     names = [i.name for i in inputs]
     runs = []
     for lineno, line in enumerate(path.read_text().splitlines(), start=1):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_bytes
-from ..errors import QnnBuildError
+from ..errors import QnnBuildError, missing_file
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -73,7 +73,7 @@ class NpzRows:
 def open_npz(path, what: str):
     path = Path(path)
     if not path.is_file():
-        raise QnnBuildError(f"{path}: {what} not found")
+        raise missing_file(path, what)
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as e:

@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..errors import ConvertError
+from ..errors import ConvertError, missing_file
 from .contrib_ops import expand_contrib_ops
 from .fold import fold_to_fixed_point, static_shapes
 from .graph import Graph, Node, Tensor
@@ -20,7 +20,7 @@ MIN_OPSET, MAX_OPSET = 7, onnx.defs.onnx_opset_version()
 def load_onnx(path) -> onnx.ModelProto:
     path = Path(path)
     if not path.is_file():
-        raise ConvertError(f"{path}: no such file")
+        raise ConvertError(str(missing_file(path, "model")))
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception:

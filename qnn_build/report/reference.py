@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import QnnBuildError
+from ..errors import QnnBuildError, missing_file
 from ..data.npz import open_npz, sample, sample_count, save_npz
 
 _ORT_DTYPES = {
@@ -54,7 +54,7 @@ def _session(source: Path, out_nodes: list[str]):
     import onnxruntime as ort
 
     if not source.is_file():
-        raise QnnBuildError(f"{source}: source model not found")
+        raise missing_file(source, "source model")
     try:
         model = onnx.load(str(source))
     except Exception as e:  # noqa: BLE001 -- protobuf and onnx errors alike become one line

@@ -11,7 +11,7 @@ import numpy as np
 from onnx import helper
 
 from ..data.model_io import IOInfo, NodeInfo
-from ..errors import QnnBuildError, RuntimeFailure
+from ..errors import QnnBuildError, RuntimeFailure, missing_file
 
 QNNB_MAX_RANK = 8
 # Inputs and outputs up to this size go through buffers made once, whose addresses the pointer
@@ -33,7 +33,7 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
         from ..toolchain import build_runtime
         path = str(build_runtime())
     if not Path(path).is_file():
-        raise QnnBuildError(f"{path}: runtime library not found")
+        raise missing_file(path, "runtime library")
     lib = ctypes.CDLL(str(Path(path).resolve()))
     vp, i32, cp = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p
     lib.qnnb_graph_create.argtypes = [cp, ctypes.POINTER(vp)]
@@ -94,7 +94,7 @@ class Model:
         t0 = time.perf_counter()
         path = Path(model_lib)
         if not path.is_file():
-            raise QnnBuildError(f"{model_lib}: model library not found")
+            raise missing_file(model_lib, "model library")
         from ..toolchain.targets import check_binary_for, host_target
         check_binary_for(path, host_target())  # built for another machine: say which, not dlopen's words
         try:
@@ -133,13 +133,15 @@ class Model:
         if status != 0:
             self._graph = None
             raise QnnBuildError(f"backend '{backend}' is not available in this runtime")
+        if int(threads) < 1:
+            raise QnnBuildError(f"threads must be at least 1, not {threads}")
         self._check(self._rt.qnnb_graph_set_threads(self._graph, int(threads)), "set threads")
         self._check(self._rt.qnnb_graph_set_keep_tensors(self._graph, int(keep_tensors)), "keep tensors")
 
     def _retrieve(self, context, backend: str, threads: int, keep_tensors: bool) -> None:
         """Load a context binary: a path (memory-mapped) or bytes."""
         if not isinstance(context, (bytes, bytearray)) and not Path(context).is_file():
-            raise QnnBuildError(f"{context}: context binary not found")
+            raise missing_file(context, "context binary")
         t0 = time.perf_counter()
         self._create(backend, threads, keep_tensors)
         if isinstance(context, (bytes, bytearray)):

@@ -9,6 +9,7 @@ transposed to the model's channel-first layout.
 """
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -33,6 +34,30 @@ def _read_input(path, info: IOInfo, layout: str, where: str) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(x, -1, 1))
 
 
+def clear_previous_run(out_dir: Path) -> None:
+    """A used output folder: remove what an earlier net-run wrote there (Result_N folders of raw
+    files, profile.json), so that no stale Result_N sits beside the new ones and a rerun with fewer
+    inferences cannot be mistaken for more; refuse a folder holding anything else, since clearing
+    it could lose files that are not ours."""
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise QnnBuildError(f"{out_dir}: is a file, the output folder is needed there")
+    ours, other = [], []
+    for entry in out_dir.iterdir():
+        is_result = entry.is_dir() and entry.name.startswith("Result_") and entry.name[7:].isdigit() and \
+            all(f.is_file() and f.suffix == ".raw" for f in entry.iterdir())
+        (ours if is_result or (entry.name == "profile.json" and entry.is_file()) else other).append(entry)
+    if other:
+        raise QnnBuildError(f"{out_dir}: the output folder holds {other[0].name}, which net-run did not write; "
+                            "give an empty or new folder (or one net-run wrote before, which it clears)")
+    for entry in ours:
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 def net_run(model: Model, input_list, output_dir, num_inferences: int | None = None,
             profiling_level: str | None = None, native_inputs: bool = False, native_outputs: bool = False,
             input_layout: str = "NCHW") -> dict:
@@ -44,10 +69,13 @@ def net_run(model: Model, input_list, output_dir, num_inferences: int | None = N
         model.set_native_io(native_inputs, native_outputs)
     runs = parse_input_list(input_list, model.inputs)
     count = len(runs) if num_inferences is None else int(num_inferences)
+    if count < 1:
+        raise QnnBuildError(f"the number of inferences must be at least 1, not {count}")
     # Read and check every input before running anything: a bad file fails before any output.
     feeds = [{info.name: _read_input(run[info.name], info, input_layout, str(input_list)) for info in model.inputs}
              for run in runs]
     out_dir = Path(output_dir)
+    clear_previous_run(out_dir)
     recorder = Recorder(model, profiling_level)
     recorder.start()
     for k in range(count):

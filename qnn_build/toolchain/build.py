@@ -15,11 +15,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import QnnBuildError
+from ..log import log
 from .targets import Target, get_target
 
 RUNTIME_DIR = Path(__file__).parents[1] / "runtime"
@@ -201,6 +203,9 @@ def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | No
     stamp = target_dir / "runtime.key"
     if lib.is_file() and runner.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
         return lib
+    started = time.monotonic()
+    log.info(f"compiling the runtime library for {target.name} (once per runtime source change; "
+             "1-3 minutes)...")
     objects = _runtime_objects(target, flags, jobs)
     target_dir.mkdir(parents=True, exist_ok=True)
     if target.gemm == "openblas":
@@ -215,6 +220,7 @@ def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | No
     _link([*compiler_command(target), CXX_STD, *flags, f"-I{INCLUDE_DIR}", *runner_objs, *map(str, objects),
            *extra], runner, f"linking qnn-net-run for {target.name}", env)
     stamp.write_text(key + "\n")
+    log.info(f"runtime library for {target.name} built in {time.monotonic() - started:.0f} s: {lib}")
     return lib
 
 

@@ -176,6 +176,30 @@ std::string safe_name(const std::string& name) {
     return out;
 }
 
+void clear_previous_run(const std::string& out_dir) {
+    std::error_code ec;
+    const fs::path dir(out_dir);
+    if (!fs::exists(dir, ec)) return;
+    if (!fs::is_directory(dir, ec)) throw Error(out_dir + ": is a file, the output folder is needed there");
+    std::vector<fs::path> ours;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        bool is_ours = name == "profile.json" && entry.is_regular_file(ec);
+        if (!is_ours && entry.is_directory(ec) && name.rfind("Result_", 0) == 0 && name.size() > 7 &&
+            name.find_first_not_of("0123456789", 7) == std::string::npos) {
+            is_ours = true;
+            for (const auto& f : fs::directory_iterator(entry.path(), ec))
+                is_ours = is_ours && f.is_regular_file(ec) && f.path().extension() == ".raw";
+        }
+        if (!is_ours)
+            throw Error(out_dir + ": the output folder holds " + name + ", which net-run did not write; give an "
+                        "empty or new folder (or one net-run wrote before, which it clears)");
+        ours.push_back(entry.path());
+    }
+    if (ec) throw Error(out_dir + ": cannot read the output folder (" + ec.message() + ")");
+    for (const auto& p : ours) fs::remove_all(p, ec);
+}
+
 void write_file(const std::string& path, const void* data, size_t size) {
     std::error_code ec;
     fs::create_directories(fs::path(path).parent_path(), ec);

@@ -2,6 +2,7 @@
 //             --input_list FILE --output_dir DIR [--num_inferences N] [--profiling_level basic|detailed]
 //             [--threads N] [--use_native_input_files] [--use_native_output_files] [--input_layout NHWC]
 // The flags of `qnn-build net-run` (dashes or underscores); the same Result_N outputs.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,17 @@ const char* kUsage =
 using Clock = std::chrono::steady_clock;
 double us_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// A count flag's value: a whole number, 1 or more.
+long at_least_one(const char* flag, const std::string& text) {
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE)
+        throw Error(std::string("--") + flag + ": '" + text + "' is not a whole number");
+    if (value < 1) throw Error(std::string("--") + flag + " must be at least 1, not " + text);
+    return value;
 }
 
 std::map<std::string, std::string> parse_args(int argc, char** argv) {
@@ -55,6 +67,8 @@ std::map<std::string, std::string> parse_args(int argc, char** argv) {
         throw Error("--profiling_level must be basic or detailed, not '" + args["profiling_level"] + "'");
     if (args.count("input_layout") && args["input_layout"] != "NCHW" && args["input_layout"] != "NHWC")
         throw Error("--input_layout must be NCHW or NHWC, not '" + args["input_layout"] + "'");
+    for (const char* count : {"num_inferences", "threads"})
+        if (args.count(count)) at_least_one(count, args[count]);
     return args;
 }
 
@@ -116,7 +130,7 @@ int run(int argc, char** argv) {
     Graph g;
     if (qnnb_graph_create(backend.c_str(), &g.g) != QNNB_OK)
         throw Error("backend '" + backend + "' is not available in this runtime");
-    g.check(qnnb_graph_set_threads(g.g, std::atoi(args["threads"].c_str())), "set threads");
+    g.check(qnnb_graph_set_threads(g.g, static_cast<int32_t>(at_least_one("threads", args["threads"]))), "set threads");
     Profile profile;  // load/compose/finalize or retrieve, then every execute (profile.cpp)
     profile.backend = backend;
     profile.level = args.count("profiling_level") ? args["profiling_level"] : "";
@@ -150,8 +164,9 @@ int run(int argc, char** argv) {
             feeds.back().push_back(channel_last ? read_raw_channel_last(r[k], inputs[k], list)
                                                 : read_raw(r[k], inputs[k], list));
     }
-    const long count = args.count("num_inferences") ? std::atol(args["num_inferences"].c_str())
+    const long count = args.count("num_inferences") ? at_least_one("num_inferences", args["num_inferences"])
                                                     : static_cast<long>(runs.size());
+    clear_previous_run(out_dir);
     std::vector<std::vector<unsigned char>> results(outputs.size());
     for (size_t k = 0; k < outputs.size(); ++k) results[k].resize(outputs[k].bytes());
     const bool detailed = profile.level == "detailed";

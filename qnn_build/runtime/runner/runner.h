@@ -46,6 +46,9 @@ std::vector<unsigned char> to_float32(const void* data, const IOInfo& info);
 std::string safe_name(const std::string& name);
 
 void write_file(const std::string& path, const void* data, size_t size);
+// A used output folder: what an earlier net-run wrote (Result_N of .raw files, profile.json) is
+// removed; a folder holding anything else is refused (as `qnn-build net-run`, runtime/netrun.py).
+void clear_previous_run(const std::string& out_dir);
 
 // What profile.json records (profile.cpp; docs/formats.md).
 struct ProfiledNode {
