@@ -295,6 +295,28 @@ def cmd_context_info(args) -> None:
     print(json.dumps(info, indent=1) if args.json else format_info(info))
 
 
+def cmd_profile_viewer(args) -> None:
+    from .atomic import write_text
+    from .report.profile_view import chrome_trace, compare, format_compare, format_profile, load_profile
+
+    if not args.profile:
+        raise QnnBuildError("profile-viewer needs a profile.json (or net-run's output folder)")
+    profile = load_profile(args.profile)
+    top = args.top or 20
+    if args.chrome_trace:
+        write_text(args.chrome_trace, json.dumps(chrome_trace(profile)) + "\n", only_if_changed=False)
+    if args.compare:
+        c = compare(profile, load_profile(args.compare))
+        print(json.dumps(c, indent=1) if args.json else format_compare(c, top))
+    elif args.json:
+        from .report.profile_view import op_table
+        print(json.dumps({"ops": op_table(profile), **{k: v for k, v in profile.items() if k != "_path"}}, indent=1))
+    else:
+        print(format_profile(profile, top))
+    if args.chrome_trace:
+        _say(args, f"wrote {args.chrome_trace} (open it in ui.perfetto.dev or chrome://tracing)")
+
+
 def cmd_ops(args) -> None:
     from .ops import supported_ops
     print("\n".join(supported_ops()))
@@ -457,6 +479,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "encodings, memory plan, checksum (as qnn-context-binary-utility)", cmd_context_info)
     i.add_argument("context", nargs="?", help="the context binary (model.ctx, or an htp context's .bin)")
     i.add_argument("--json", action="store_true", default=None, help="print JSON instead of text")
+
+    v = step("profile-viewer", "a profile.json as tables: init and execute times, time per op type and per node, "
+                               "largest first (as qnn-profile-viewer); --compare a second one", cmd_profile_viewer)
+    v.add_argument("profile", nargs="?", help="profile.json from net-run --profiling-level (or its output folder)")
+    v.add_argument("--compare", metavar="PROFILE", help="a second profile: per-node times side by side, b/a")
+    v.add_argument("--top", type=_at_least_one, help="show this many nodes (default 20)")
+    v.add_argument("--chrome-trace", metavar="FILE", help="also write the Chrome trace / Perfetto JSON of it")
+    v.add_argument("--json", action="store_true", default=None, help="print JSON instead of text")
 
     o = sub.add_parser("ops", help="list the ONNX ops the converter supports")
     o.set_defaults(func=cmd_ops)

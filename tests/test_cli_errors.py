@@ -78,6 +78,9 @@ RUNTIME_ERRORS = [
     (["context-info", "adir"], ["adir: is a folder, a file is needed there"]),
     (["context-info", "b/model.bin"], ["b/model.bin: not a context binary"]),
     (["context-info", "truncated.ctx"], ["truncated.ctx: truncated"]),
+    (["profile-viewer", "adir"], ["adir/profile.json: profile not found"]),
+    (["profile-viewer", "m.onnx"], ["m.onnx: not a profile.json"]),
+    (["profile-viewer", "data.npz"], ["data.npz: not a profile.json"]),
 ]
 
 
