@@ -317,6 +317,26 @@ def cmd_profile_viewer(args) -> None:
         _say(args, f"wrote {args.chrome_trace} (open it in ui.perfetto.dev or chrome://tracing)")
 
 
+def cmd_accuracy_debug(args) -> None:
+    from .report.accuracy_debug import JUMP_DB, accuracy_debug, format_report, write_report
+
+    args.input_values = _pairs(args.input_values, _values)
+    _load_config(args, {"backend": "cpu"})
+    source = _model_source(args, "accuracy-debug")
+    for flag, value in (("a source model", args.source), ("--data", args.data)):
+        if not value:
+            raise QnnBuildError(f"accuracy-debug needs {flag}")
+    report = accuracy_debug(args.source, args.data, **source, backend=args.backend, runtime=args.runtime,
+                            input_values=_mapping(args.input_values), samples=args.samples,
+                            jump_db=JUMP_DB if args.jump_db is None else args.jump_db)
+    if args.output_dir:
+        write_report(report, args.output_dir)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        _say(args, format_report(report) + (f"\n-> {args.output_dir}/index.html, accuracy.json" if args.output_dir else ""))
+
+
 def cmd_ops(args) -> None:
     from .ops import supported_ops
     print("\n".join(supported_ops()))
@@ -487,6 +507,22 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--top", type=_at_least_one, help="show this many nodes (default 20)")
     v.add_argument("--chrome-trace", metavar="FILE", help="also write the Chrome trace / Perfetto JSON of it")
     v.add_argument("--json", action="store_true", default=None, help="print JSON instead of text")
+
+    a = step("accuracy-debug", "compare a built model with its float source layer by layer: SQNR, cosine, max abs "
+                               "error, encoding vs observed range, clipping; the first layer where the error jumps",
+             cmd_accuracy_debug)
+    a.add_argument("source", nargs="?", help="the source .onnx model (run in float by onnxruntime)")
+    a.add_argument("--model", help="the built model library (libmodel.so) at any precision")
+    a.add_argument("--retrieve-context", metavar="CTX", help="a context binary instead of --model")
+    a.add_argument("--backend", help="backend to run the build on: cpu (its simulation of the precision) or npu")
+    a.add_argument("--runtime", help="the runtime library (default: built from the package's sources)")
+    a.add_argument("--data", help="test data .npz: one key per input, arr[i] = one input")
+    a.add_argument("--samples", type=_at_least_one, help="use at most this many samples (default: all)")
+    a.add_argument("--input-value", dest="input_values", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="an input convert pinned to a constant, fed to the source model (repeatable)")
+    a.add_argument("--jump-db", type=float, help="SQNR a layer must lose to be where the error jumps (default 10)")
+    a.add_argument("-o", "--output-dir", help="write accuracy.json and index.html (a plot of SQNR along the graph)")
+    a.add_argument("--json", action="store_true", default=None, help="print JSON instead of text")
 
     o = sub.add_parser("ops", help="list the ONNX ops the converter supports")
     o.set_defaults(func=cmd_ops)
