@@ -2,6 +2,7 @@
 quantized, + model.qdq.onnx on request) in one output directory; and the calibrate step it may depend on."""
 
 import copy
+import dataclasses
 import json
 import tempfile
 from contextlib import contextmanager
@@ -126,7 +127,10 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
         if prec.is_quantized and options.act_range in ("search", "auto"):  # hook: the range search, (13)-(16), (21)
             from .quant.range_search import search_ranges
             _require_samples(calibration, f"act_range {options.act_range} runs the model")
-            act_ranges = search_ranges(graph, prec, stats, options, pinned, calibration, hessians).ranges
+            found = search_ranges(graph, prec, stats, options, pinned, calibration, hessians)
+            act_ranges = found.ranges
+            if found.bias_correction:  # auto found that (12) pays, (21b)
+                options = dataclasses.replace(options, bias_correction=True)
         try:
             quantize_graph(graph, prec, stats, options, pinned, act_ranges, hessians)
         except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in

@@ -40,6 +40,7 @@ class SearchResult:
     evaluations: int
     changed: list         # tensors whose range moved
     method: str = SEARCH_START  # the fixed method the ranges start from (auto: the best one, (21))
+    bias_correction: bool = False  # auto: (12) pays, (21b)
 
 
 def candidate_ranges(stats, bits: int) -> list[tuple[float, float]]:
@@ -94,9 +95,15 @@ def _best_method(scorer, stats) -> SearchResult:
             best = (ranges, e, _method_label(method, p))
         start = e if start is None else start
     ranges, e, label = best
+    evaluations, corrected = len(AUTO_METHODS), False
+    if not scorer.bias_correction and scorer.has_biases:  # (21b): bias correction (12), kept by the same rule
+        evaluations += 1
+        e_corrected = scorer.error(ranges, bias_correction=True)
+        if _significantly_lower(e_corrected, e):
+            e, corrected = e_corrected, True
     changed = [n for n, (lo, hi, bits) in scorer.start.items()
                if _encoding_key(*ranges[n], bits) != _encoding_key(lo, hi, bits)]
-    return SearchResult(ranges, float(start.sum()), float(e.sum()), len(AUTO_METHODS), changed, label)
+    return SearchResult(ranges, float(start.sum()), float(e.sum()), evaluations, changed, label, corrected)
 
 
 def _greedy(scorer, stats) -> SearchResult:
@@ -148,6 +155,8 @@ class _Scorer:
         # A candidate replaces activation encodings and biases only: the weights' integers matter to
         # it only through bias correction (12), so GPTQ (20) reruns per candidate only then.
         self._hessians = hessians if options.bias_correction else None
+        self._all_hessians = hessians
+        self.bias_correction = options.bias_correction
         libs = {}
         for kind, g, prec in (("float", copy.deepcopy(graph), "fp32"), ("start", start_graph, precision.name)):
             write_artifacts(g, tmp / kind, "model.onnx", prec)
@@ -162,11 +171,18 @@ class _Scorer:
         self._power = {n: sum(float(np.sum(np.square(r[n], dtype=np.float64))) for r in self._ref) for n in names}
         self._biases = {n for n, t in start_graph.tensors.items()
                         if t.is_const and t.encoding is not None and t.const.dtype == np.int32}
+        self.has_biases = bool(self._biases)
 
-    def error(self, ranges: dict) -> np.ndarray:
-        """(13) per sample n: Σ over outputs of ||ŷ_n − y_n||² / Σ_m ||y_m||² (their sum is (13))."""
+    def error(self, ranges: dict, bias_correction: bool = False) -> np.ndarray:
+        """(13) per sample n: Σ over outputs of ||ŷ_n − y_n||² / Σ_m ||y_m||² (their sum is (13)).
+        bias_correction: with (12) where the options have none (it changes only the int32 biases)."""
         g = copy.deepcopy(self._float_graph)
-        quantize_graph(g, *self._args, act_ranges=ranges, hessians=self._hessians)
+        if bias_correction and not self.bias_correction:
+            precision, stats, options, pinned = self._args
+            quantize_graph(g, precision, stats, dataclasses.replace(options, bias_correction=True), pinned,
+                           act_ranges=ranges, hessians=self._all_hessians)
+        else:
+            quantize_graph(g, *self._args, act_ranges=ranges, hessians=self._hessians)
         replace = {}
         for name, t in g.tensors.items():
             if t.encoding is None:
