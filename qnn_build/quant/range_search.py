@@ -26,10 +26,9 @@ SEARCH_PERCENTILES = (99.999, 99.99, 99.9)
 SEARCH_PASSES = 2                       # sweeps over all tensors at most; stops early when one changes nothing
 SEARCH_SAMPLES = 128                    # the first calibration samples score a candidate
 SEARCH_SIGNIFICANCE = 2.0               # (16): standard errors a move must gain by
-# act_range auto (the default, docs/quantization.md (21)): one fixed method for every tensor, the one
-# that scores best; these few evaluations cost about one pass over the calibration set.
+# act_range auto (docs/quantization.md (21)): one fixed method for every tensor, the one that scores
+# best, then bias correction (21b); six evaluations.
 AUTO_METHODS = (("minmax", None),) + tuple(("percentile", p) for p in SEARCH_PERCENTILES) + (("mse", None),)
-AUTO_SAMPLES = 64
 
 
 @dataclasses.dataclass
@@ -69,8 +68,7 @@ def search_ranges(graph, precision, stats, options, pinned, calibration, hessian
     with the weights convert will write)."""
     auto = options.act_range == "auto"
     with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
-        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp), hessians,
-                         AUTO_SAMPLES if auto else SEARCH_SAMPLES)
+        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp), hessians)
         try:
             return _best_method(scorer, stats) if auto else _greedy(scorer, stats)
         finally:
@@ -142,8 +140,7 @@ def _significantly_lower(new: np.ndarray, old: np.ndarray) -> bool:
 class _Scorer:
     """(13) for a set of activation ranges, on the cpu backend."""
 
-    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path, hessians=None,
-                 samples: int = SEARCH_SAMPLES):
+    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path, hessians=None):
         from ..convert import write_artifacts
         from ..runtime.binding import Model
         from ..toolchain import build_model_lib
@@ -165,7 +162,7 @@ class _Scorer:
         self._model_cls = Model
         with Model(libs["float"], threads=1) as ref_model:
             _, stream = iter_samples(calibration, ref_model.inputs)
-            self.samples = [feeds for _, feeds in zip(range(samples), stream())]
+            self.samples = [feeds for _, feeds in zip(range(SEARCH_SAMPLES), stream())]
             self._ref = [ref_model.run(f) for f in self.samples]
         names = [n for n, v in self._ref[0].items() if np.issubdtype(v.dtype, np.floating)]
         self._power = {n: sum(float(np.sum(np.square(r[n], dtype=np.float64))) for r in self._ref) for n in names}
