@@ -48,7 +48,7 @@ def qnn_model(env, spec, configs=None):
         loaded = load_spec(_path(env, spec), configs)
         return _declare(env, loaded)
     except QnnBuildError as e:
-        _stop(e)
+        stop(e)
 
 
 def qnn_zoo(env, specs, configs=None, release=True):
@@ -64,7 +64,7 @@ def qnn_zoo(env, specs, configs=None, release=True):
             qnn_zoo_release(env)
         return aliases
     except QnnBuildError as e:
-        _stop(e)
+        stop(e)
 
 
 def qnn_zoo_release(env, target=None):
@@ -183,7 +183,8 @@ class _Model:
                  "shared_lib": shared_lib.format(name=self.name)}
         self.builds.append(build)
         self.rows.append({"model": self.name, "precision": precision, "target": target, "library": lib[0].abspath,
-                          "test": None, "steps": [("model-lib", str(lib[0]))], "nodes": [self.alias[0], lib[0]]})
+                          "test": None, "steps": [("model-lib", str(lib[0]))],
+                          "nodes": [self.alias[0], lib[0], *_runtime(self.env, target)]})
         return build
 
     def _cross_context(self, precision, slot, where, host_lib, build) -> None:
@@ -196,7 +197,7 @@ class _Model:
         self.libs += ctx[:1]
         build["contexts"][where["backend"]] = _rel(ctx[0], self.root)
         self.release_inputs.append(ctx[0])
-        self._skip(precision, slot, f"built for {where['target']}; its tests run on that machine")
+        self._skip(precision, slot, f"built for {where['target']}; its tests run on that machine", ctx[:1])
 
     def _context_source(self, backend, precision, lib):
         """The artifact the backend's context step reads (Backend.context_input)."""
@@ -235,11 +236,12 @@ class _Model:
                           "test": test[0].abspath if test else None, "steps": steps,
                           "nodes": [self.alias[0], lib[0], ctx[0]] + ([test[0]] if test else [])})
 
-    def _skip(self, precision, slot, why) -> None:
+    def _skip(self, precision, slot, why, built=()) -> None:
+        """A slot (or, without one, a whole precision) not tested here; `built`: what it still builds."""
         self.skipped.append((precision if slot is None else f"{precision} on {slot}", why))
         for each in [slot] if slot else self.resolved.slots:
             self.rows.append({"model": self.name, "precision": precision, "target": each, "skipped": why,
-                              "steps": [], "nodes": [self.alias[0]]})
+                              "steps": [], "nodes": [self.alias[0], *built]})
 
     def finish(self):
         env, spec = self.env, self.spec
@@ -336,7 +338,7 @@ def _rel(node, root) -> str:
     return Path(os.path.relpath(path, root)).as_posix()
 
 
-def _stop(error) -> None:
+def stop(error) -> None:
     """A bad spec: its one line, and nothing runs."""
     progress.ROWS.clear()
     sys.stderr.write(f"scons: *** {error}\n")
