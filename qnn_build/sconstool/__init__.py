@@ -11,7 +11,8 @@ sys.modules under its plain name, which would replace the qnn_build package itse
 this module adds its `site_tools` folder to SCons.Tool's search path, and the plain name then
 resolves to SCons.Tool.qnn_build, a two-line module that calls generate()/exists() below.
 
-Methods: env.QnnModel(spec), env.QnnZoo(specs), env.QnnZooRelease().
+Methods: env.QnnModel(spec), env.QnnZoo(specs), env.QnnZooRelease(), env.QnnShard('K/N') (shard.py),
+env.QnnCluster(address) (cluster.py).
 Builders: QnnRuntime, QnnConvert, QnnModelLib, QnnReference, QnnTest, QnnRelease (see builders.py).
 Variables (set only when the user has not): QNNB_PYTHON (the interpreter that runs qnn-build; default
 this one), QNNB_OUTDIR ('#out'), QNNB_*COM and QNNB_*COMSTR (commands and their one-line text).
@@ -50,7 +51,7 @@ _register_tool_name()
 def generate(env) -> None:
     from SCons.Script import GetOption
 
-    from . import builders, progress, zoo
+    from . import builders, cluster, progress, shard, zoo
 
     _add_options()
     env.SetDefault(QNNB_PYTHON=sys.executable, **builders.DEFAULTS)
@@ -66,6 +67,8 @@ def generate(env) -> None:
     env.AddMethod(zoo.qnn_model, "QnnModel")
     env.AddMethod(zoo.qnn_zoo, "QnnZoo")
     env.AddMethod(zoo.qnn_zoo_release, "QnnZooRelease")
+    env.AddMethod(shard.shard_targets, "QnnShard")
+    env.AddMethod(cluster.use_cluster, "QnnCluster")
     if not _state["atexit"]:
         _state["atexit"] = True
         atexit.register(progress.print_summary)
