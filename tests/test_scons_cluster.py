@@ -34,7 +34,7 @@ def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
     scheduler_file = root / "scheduler.json"
     processes = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                       "--scheduler-file", scheduler_file, cwd=root)]
+                       "--scheduler-file", scheduler_file, "--idle-timeout", "600", cwd=root)]
     workers = {}
     for name in ("w1", "w2"):
         (root / name).mkdir()
