@@ -3,11 +3,13 @@
 Layout (little-endian), documented in docs/formats.md:
   header  64 bytes: magic "QNNBWTS\\0", u32 version, u32 tensor count, u64 index offset, u64 index size,
           zero padding
-  payload each tensor's bytes at a 64-byte aligned offset
+  payload each tensor's bytes at a 64-byte aligned offset; tensors with the same bytes share one
+          payload (an unrolled loop's copies of a transposed weight are stored once)
   index   per tensor: u32 name length, name (UTF-8), u32 dtype (ONNX code; 22 = INT4, packed two
           per byte, low nibble first), u32 rank, i64 dims[rank], u64 offset, u64 size
 """
 
+import hashlib
 import struct
 from dataclasses import dataclass
 
@@ -45,6 +47,7 @@ def pack_weights(tensors: list[tuple[str, np.ndarray, bool]]) -> tuple[bytes, di
     payload = bytearray(ALIGN)  # room for the header
     entries: dict[str, WeightEntry] = {}
     codes: dict[str, int] = {}
+    stored: dict[bytes, int] = {}  # digest of a payload -> its offset
     for name, value, is_int4 in tensors:
         if is_int4:
             data = pack_int4(value)
@@ -52,9 +55,13 @@ def pack_weights(tensors: list[tuple[str, np.ndarray, bool]]) -> tuple[bytes, di
         else:
             data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
             codes[name] = helper.np_dtype_to_tensor_dtype(value.dtype)
-        payload.extend(b"\0" * (-len(payload) % ALIGN))
-        entries[name] = WeightEntry(name, value.dtype, tuple(value.shape), len(payload), len(data))
-        payload.extend(data)
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        offset = stored.get(digest)
+        if offset is None or payload[offset:offset + len(data)] != data:
+            payload.extend(b"\0" * (-len(payload) % ALIGN))
+            offset = stored[digest] = len(payload)
+            payload.extend(data)
+        entries[name] = WeightEntry(name, value.dtype, tuple(value.shape), offset, len(data))
     payload.extend(b"\0" * (-len(payload) % ALIGN))
     index = bytearray()
     for e in entries.values():
