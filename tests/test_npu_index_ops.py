@@ -70,3 +70,24 @@ def test_comparisons_where_and_topk_fall_back_to_fp16(tmp_path):
             got, want = npu.run(feed), cpu.run(feed)
             np.testing.assert_allclose(got["y"], want["y"], atol=3 * scale["y"])
             np.testing.assert_allclose(got["top"], want["top"], rtol=2e-3, atol=3 * scale["y"])
+
+
+def test_integer_index_arithmetic_runs_the_cpu_kernels_on_the_npu(tmp_path):
+    """TopK's int64 indices divided and offset as a detector's post-processing does (box = index //
+    classes): unencoded integers, so the npu runs the cpu kernels and gives the same integers."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8])
+    outs = [helper.make_tensor_value_info("box", TensorProto.INT64, [1, 6, 3])]
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]),
+             helper.make_node("TopK", ["a", "three"], ["top", "idx"]),
+             helper.make_node("Div", ["idx", "classes"], ["cell"]),
+             helper.make_node("Mul", ["cell", "stride"], ["scaled"]),
+             helper.make_node("Sub", ["scaled", "one"], ["box"])]
+    inits = {"k": RNG.standard_normal((6, 8)).astype(np.float32), "three": np.array([3], np.int64),
+             "classes": np.int64(3), "stride": np.int64(8), "one": np.int64(1)}
+    src, calib = save(tmp_path, nodes, [x], outs, inits)
+    desc, lib = build(tmp_path, src, calib, float_fallback=True)
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        feed = {"x": RNG.standard_normal((1, 6, 8)).astype(np.float32)}
+        want = (np.argsort(-(feed["x"] * inits["k"]), axis=-1, kind="stable")[..., :3] // 3) * 8 - 1
+        np.testing.assert_array_equal(cpu.run(feed)["box"], want)
+        np.testing.assert_array_equal(npu.run(feed)["box"], want)

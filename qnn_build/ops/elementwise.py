@@ -1,4 +1,5 @@
-"""Broadcasting elementwise ops. Variadic Sum/Min/Max become chains of two-input nodes."""
+"""Broadcasting elementwise ops. Variadic Sum/Min/Max become chains of two-input nodes. Add, Sub,
+Mul, Div, Min and Max also take int32/int64 (index arithmetic), all operands of one dtype."""
 
 import numpy as np
 
@@ -7,9 +8,24 @@ from .base import OpRule, passthrough, require_dtype, same, unsupported
 from .movement import require_movable
 
 
-def _variadic(binary_op):
+_INTS = (np.int32, np.int64)
+
+
+def _require_one_dtype(node, graph, allowed):
+    require_dtype(node, graph, node.inputs + node.outputs, allowed)
+    if len({graph.tensor(n).dtype for n in node.inputs + node.outputs if n}) != 1:
+        raise unsupported(node, "operands of different dtypes")
+
+
+def _arith(node, graph):
+    _require_one_dtype(node, graph, (np.float32, *_INTS))
+    return [same(node)]
+
+
+def _variadic(binary_op, allowed=(np.float32,)):
     def lower(node, graph):
-        require_dtype(node, graph, node.inputs + node.outputs)
+        _require_one_dtype(node, graph, allowed)
+        dtype = graph.tensor(node.outputs[0]).dtype
         inputs = [i for i in node.inputs if i]
         out = node.outputs[0]
         if len(inputs) == 1:
@@ -18,7 +34,7 @@ def _variadic(binary_op):
         for k, name in enumerate(inputs[1:], start=1):
             last = k == len(inputs) - 1
             shape = np.broadcast_shapes(graph.tensor(acc).shape, graph.tensor(name).shape)
-            dst = out if last else graph.add_activation(f"{out}/{binary_op}{k}", np.float32, shape)
+            dst = out if last else graph.add_activation(f"{out}/{binary_op}{k}", dtype, shape)
             nodes.append(Node(node.name if last else f"{node.name}/{k}", binary_op, [acc, name], [dst]))
             acc = dst
         return nodes
@@ -35,14 +51,14 @@ def _where(node, graph):
 
 
 RULES = [
-    OpRule("Add", passthrough()),
-    OpRule("Sub", passthrough()),
-    OpRule("Mul", passthrough()),
-    OpRule("Div", passthrough()),
+    OpRule("Add", _arith),
+    OpRule("Sub", _arith),
+    OpRule("Mul", _arith),
+    OpRule("Div", _arith),
     OpRule("Pow", passthrough()),
     OpRule("PRelu", passthrough()),
     OpRule("Sum", _variadic("Add")),
-    OpRule("Min", _variadic("Min")),
-    OpRule("Max", _variadic("Max")),
+    OpRule("Min", _variadic("Min", (np.float32, *_INTS))),
+    OpRule("Max", _variadic("Max", (np.float32, *_INTS))),
     OpRule("Where", _where),
 ]

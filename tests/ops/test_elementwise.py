@@ -33,6 +33,14 @@ CASES = [
     OpCase("Where", {"c": rng.random((4, 4)) > 0.5, "a": rng.integers(0, 255, (4, 4), np.uint8),
                      "b": rng.integers(0, 255, (4,), np.uint8)}, id="where_uint8"),
     OpCase("Add", {"a": r(7), "b": r(7)}, opset=9, id="add_opset9"),
+    # Integer arithmetic (index maths): wraps on overflow, truncates toward zero, as onnxruntime.
+    OpCase("Add", {"a": np.array([[1, -5, np.iinfo(np.int64).max]]), "b": np.array([[2], [3]])}, id="add_int64_wraps"),
+    OpCase("Sub", {"a": rng.integers(-50, 50, (2, 3), np.int32), "b": rng.integers(-50, 50, (3,), np.int32)},
+           id="sub_int32"),
+    OpCase("Mul", {"a": rng.integers(-9, 9, (4, 2))}, consts={"b": np.int64(-3)}, id="mul_int64_scalar"),
+    OpCase("Div", {"a": np.array([7, -7, 7, -7, 9, 0]), "b": np.array([2, 2, -2, -2, -1, 5])}, id="div_int64_truncates"),
+    OpCase("Max", {"a": rng.integers(-9, 9, (3, 4), np.int32), "b": rng.integers(-9, 9, (4,), np.int32),
+                   "c": rng.integers(-9, 9, (3, 1), np.int32)}, id="max_int32_variadic"),
 ]
 
 

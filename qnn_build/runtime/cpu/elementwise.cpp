@@ -1,10 +1,11 @@
-// Broadcasting elementwise ops in float32: Add, Sub, Mul, Div, Pow, Min, Max, PRelu; Where (any dtype).
-// (Variadic Sum/Min/Max are lowered by the converter to chains of two-input nodes.)
+// Broadcasting elementwise ops in float32: Add, Sub, Mul, Div, Pow, Min, Max, PRelu; Add, Sub, Mul,
+// Div, Min, Max also on int32/int64 (index arithmetic: a token id, a top-k index // classes);
+// Where (any dtype). (Variadic Sum/Min/Max are lowered by the converter to chains of two-input nodes.)
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
-#include "../core/broadcast.h"
-#include "../core/parallel.h"
+#include "broadcast_loop.h"
 
 namespace qnnb {
 namespace {
@@ -18,8 +19,23 @@ bool require_float(const Node& n, std::string& err) {
     return true;
 }
 
+bool is_int(const Node& n) {
+    const qnnb_dtype t = n.in[0]->dtype;
+    return t == QNNB_INT32 || t == QNNB_INT64;
+}
+
 bool prepare_broadcast(Node& n, std::string& err) {
-    if (!require_float(n, err)) return false;
+    const bool int_op = n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div" || n.op == "Min" ||
+                        n.op == "Max";
+    if (int_op && is_int(n)) {
+        const qnnb_dtype t = n.in[0]->dtype;
+        if (n.in[1]->dtype != t || n.out[0]->dtype != t) {
+            err = "operands and output must have one dtype";
+            return false;
+        }
+    } else if (!require_float(n, err)) {
+        return false;
+    }
     std::vector<const Tensor*> ins(n.in.begin(), n.in.end());
     return plan_broadcast(ins, n.out[0]->shape, n.make_state<BroadcastPlan>(), err);
 }
@@ -59,10 +75,42 @@ void run_binary(Node& n, const ExecContext& ctx, F f) {
         run_binary(n, ctx, [](float a, float b) { return EXPR; });                     \
     }
 
-BINARY_KERNEL(add, a + b)
-BINARY_KERNEL(sub, a - b)
-BINARY_KERNEL(mul, a* b)
-BINARY_KERNEL(div, a / b)
+// Integers wrap on overflow (two's complement, as onnxruntime) and truncate on division.
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+template <class T>
+T int_add(T a, T b) { return static_cast<T>(Unsigned<T>(a) + Unsigned<T>(b)); }
+template <class T>
+T int_sub(T a, T b) { return static_cast<T>(Unsigned<T>(a) - Unsigned<T>(b)); }
+template <class T>
+T int_mul(T a, T b) { return static_cast<T>(Unsigned<T>(a) * Unsigned<T>(b)); }
+template <class T>
+T int_div(T a, T b) {
+    if (b == 0) return 0;  // undefined in ONNX; never a trap here
+    if (b == -1) return int_sub(T(0), a);  // INT_MIN / -1 wraps instead of trapping
+    return a / b;
+}
+
+template <class F>
+void run_int(Node& n, const ExecContext& ctx, F f) {
+    if (n.in[0]->dtype == QNNB_INT32)
+        run_broadcast_binary<int32_t, int32_t>(n, ctx, [&](int32_t a, int32_t b) { return f(a, b); });
+    else
+        run_broadcast_binary<int64_t, int64_t>(n, ctx, [&](int64_t a, int64_t b) { return f(a, b); });
+}
+
+#define INT_OR_FLOAT_KERNEL(NAME, FLOAT_EXPR, INT_EXPR)                                \
+    void run_##NAME(Node& n, const ExecContext& ctx) {                                 \
+        if (is_int(n))                                                                 \
+            run_int(n, ctx, [](auto a, auto b) { return INT_EXPR; });                  \
+        else                                                                           \
+            run_binary(n, ctx, [](float a, float b) { return FLOAT_EXPR; });           \
+    }
+
+INT_OR_FLOAT_KERNEL(add, a + b, int_add(a, b))
+INT_OR_FLOAT_KERNEL(sub, a - b, int_sub(a, b))
+INT_OR_FLOAT_KERNEL(mul, a* b, int_mul(a, b))
+INT_OR_FLOAT_KERNEL(div, a / b, int_div(a, b))
 // Pow by a constant 2 (LayerNorm's variance written out) as a product, which vectorises.
 void run_pow(Node& n, const ExecContext& ctx) {
     const Tensor* e = n.in[1];
@@ -72,8 +120,8 @@ void run_pow(Node& n, const ExecContext& ctx) {
         run_binary(n, ctx, [](float a, float b) { return std::pow(a, b); });
 }
 // ONNX Min/Max propagate NaN.
-BINARY_KERNEL(min, (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b))
-BINARY_KERNEL(max, (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b))
+INT_OR_FLOAT_KERNEL(min, (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b), std::min(a, b))
+INT_OR_FLOAT_KERNEL(max, (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b), std::max(a, b))
 BINARY_KERNEL(prelu, a < 0.f ? a * b : a)
 
 // Where moves elements: any value dtype, by element size.
