@@ -1,6 +1,6 @@
 """Folding at the ONNX level, repeated to a fixed point: constants, shape subgraphs, and If nodes
-whose condition became known once inputs were pinned (an If whose condition stays data is computed
-both ways and selected with Where).
+whose condition became known once inputs were pinned (the If and Loop nodes left are rewritten by
+control_flow.py, and folding resumes).
 
 Shapes come from onnx's own shape inference; constant nodes are evaluated by onnx's reference
 implementation (reference.py), so every op onnx knows can fold without a rule of ours.
@@ -11,6 +11,7 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 
 from ..errors import ConvertError
+from .control_flow import Check, check_shapes, if_branch, rewrite_control_flow
 from .reference import evaluator
 
 # Ops whose output is not a function of their inputs, and ops that must stay in the graph.
@@ -27,12 +28,39 @@ _MAX_FOLDED_BYTES = 1 << 30
 _SHAPE_OF_INPUT0 = {"GroupNormalization", "Gelu", "LayerNormalization"}
 
 
+# Initializers larger than this are given to shape inference by type and shape only: their values
+# never decide a shape (shape tensors, axes, Resize's scales are small), and serializing them for
+# onnx's inference each round was most of a big model's conversion time.
+_SHAPE_ONLY_ELEMENTS = 1024
+
+
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with every value's type and shape that onnx's inference (with data propagation)
+    finds, in place; returned for convenience."""
+    g = model.graph
+    skeleton = onnx.ModelProto()
+    skeleton.ir_version, skeleton.producer_name = model.ir_version, model.producer_name
+    skeleton.opset_import.extend(model.opset_import)
+    skeleton.functions.extend(model.functions)
+    sg = skeleton.graph
+    sg.name = g.name
+    sg.node.extend(g.node)
+    sg.input.extend(g.input)
+    sg.output.extend(g.output)
+    sg.value_info.extend(g.value_info)
+    for init in g.initializer:
+        if int(np.prod(init.dims)) > _SHAPE_ONLY_ELEMENTS:
+            sg.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+        else:
+            sg.initializer.append(init)
     try:
-        model = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        inferred = shape_inference.infer_shapes(skeleton, check_type=False, strict_mode=False, data_prop=True).graph
     except Exception as e:  # onnx raises several types; all mean the same to the user
         raise ConvertError(f"shape inference failed: {_first_line(e)}") from None
-    g = model.graph
+    del g.value_info[:]
+    g.value_info.extend(inferred.value_info)
+    del g.output[:]
+    g.output.extend(inferred.output)
     known = {vi.name: vi for vi in list(g.input) + list(g.value_info) + list(g.output)
              if vi.type.tensor_type.elem_type}
     for node in g.node:
@@ -66,45 +94,15 @@ def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...] | None]:
 
 
 def fold_to_fixed_point(model: onnx.ModelProto, max_rounds: int = 50) -> onnx.ModelProto:
-    """Fold until nothing changes. An If whose condition stays data is then computed both ways and
-    selected with Where (each output's branches must agree on its shape), and folding resumes."""
-    selects: list[tuple[str, str, str, str]] = []
+    """Fold until nothing changes. The If and Loop nodes left are then rewritten as plain nodes
+    (control_flow.py), and folding resumes."""
+    checks: list[Check] = []
     for _ in range(max_rounds):
         model = infer_shapes(model)
-        if not _fold_once(model) and not _select_data_ifs(model, selects):
+        if not _fold_once(model) and not rewrite_control_flow(model, checks):
             break
-    _check_selects(model, selects)
+    check_shapes(checks, static_shapes(model))
     return model
-
-
-def _select_data_ifs(model: onnx.ModelProto, selects: list) -> bool:
-    """Every If left (its condition is not a constant) becomes both branches and a Where per output."""
-    g = model.graph
-    if not any(n.op_type == "If" for n in g.node):
-        return False
-    nodes = []
-    for node in g.node:
-        if node.op_type != "If":
-            nodes.append(node)
-            continue
-        (then_nodes, then_outs), (else_nodes, else_outs) = _branch(node, True), _branch(node, False)
-        nodes += then_nodes + else_nodes
-        name = node.name or node.output[0]
-        for out, a, b in zip(node.output, then_outs, else_outs):
-            nodes.append(helper.make_node("Where", [node.input[0], a, b], [out], name=f"{name}/select/{out}"))
-            selects.append((name, out, a, b))
-    del g.node[:]
-    g.node.extend(nodes)
-    return True
-
-
-def _check_selects(model: onnx.ModelProto, selects: list) -> None:
-    shapes = static_shapes(model)
-    for name, out, a, b in selects:
-        if shapes.get(a) is not None and shapes.get(b) is not None and shapes[a] != shapes[b]:
-            raise ConvertError(f"node '{name}' (If): its condition depends on the data, and its branches give "
-                               f"'{out}' different shapes ({list(shapes[a])} and {list(shapes[b])}); pin the inputs "
-                               f"the condition comes from with --input-value so that it folds")
 
 
 def _fold_once(model: onnx.ModelProto) -> bool:
@@ -177,45 +175,10 @@ def _try_fold(node, consts, shapes, opset, model):
 
 
 def _inline_if(node: onnx.NodeProto, condition: bool) -> list[onnx.NodeProto]:
-    nodes, outs = _branch(node, condition)
+    nodes, outs = if_branch(node, condition)
     prefix = f"{node.name or node.output[0]}/{'then' if condition else 'else'}/"
     return nodes + [helper.make_node("Identity", [o], [out], name=f"{prefix}{out}/out")
                     for out, o in zip(node.output, outs)]
-
-
-def _branch(node: onnx.NodeProto, condition: bool) -> tuple[list[onnx.NodeProto], list[str]]:
-    """One branch of an If as nodes of the outer graph, and the names of its outputs there."""
-    branch = next(a.g for a in node.attribute if a.name == ("then_branch" if condition else "else_branch"))
-    prefix = f"{node.name or node.output[0]}/{'then' if condition else 'else'}/"
-    # Names defined inside the branch get a prefix; names from the outer scope are kept.
-    local = {init.name for init in branch.initializer}
-    local.update(o for n in branch.node for o in n.output if o)
-    rename = {name: prefix + name for name in local}
-    nodes = []
-    for init in branch.initializer:
-        const = helper.make_node("Constant", [], [rename[init.name]], value=init, name=prefix + init.name)
-        nodes.append(const)
-    for n in branch.node:
-        copy = onnx.NodeProto()
-        copy.CopyFrom(n)
-        copy.name = prefix + (n.name or n.output[0])
-        copy.input[:] = [rename.get(i, i) for i in n.input]
-        copy.output[:] = [rename.get(o, o) for o in n.output]
-        _rename_in_subgraphs(copy, rename)
-        nodes.append(copy)
-    return nodes, [rename.get(o.name, o.name) for o in branch.output]
-
-
-def _rename_in_subgraphs(node: onnx.NodeProto, rename: dict[str, str]) -> None:
-    """Nested graphs (of an If inside the branch) may read the branch's names from the outer scope."""
-    for a in node.attribute:
-        graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
-        for g in graphs:
-            for n in g.node:
-                n.input[:] = [rename.get(i, i) for i in n.input]
-                _rename_in_subgraphs(n, rename)
-            for out in g.output:
-                out.name = rename.get(out.name, out.name)
 
 
 def _attr(node, name, default):
