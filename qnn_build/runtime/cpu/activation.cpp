@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "../core/fastmath.h"
-#include "../core/parallel.h"
+#include "unary_loop.h"
 
 namespace qnnb {
 namespace {
@@ -36,19 +36,10 @@ bool prepare_unary(Node& n, std::string& err) {
     return true;
 }
 
-// Chunks large enough that threads do real work, small enough to spread.
-constexpr int64_t kChunk = 16384;
-
 template <class F>
 void run_unary(Node& n, const ExecContext& ctx, F f) {
     const UnaryParams p = n.state_as<UnaryParams>();
-    const float* x = n.in[0]->in<float>();
-    float* y = n.out[0]->out<float>();
-    const int64_t total = n.out[0]->numel();
-    parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-        const int64_t end = std::min(total, (c + 1) * kChunk);
-        for (int64_t i = c * kChunk; i < end; ++i) y[i] = f(x[i], p);
-    });
+    run_unary_map<float>(n, ctx, [p, f](float x) { return f(x, p); });
 }
 
 #define UNARY_KERNEL(NAME, EXPR)                                                           \

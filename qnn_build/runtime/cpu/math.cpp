@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "broadcast_loop.h"
+#include "unary_loop.h"
 
 namespace qnnb {
 namespace {
@@ -32,18 +33,10 @@ bool prepare_unary_math(Node& n, std::string& err) {
     return true;
 }
 
-constexpr int64_t kChunk = 16384;
-
 template <class T, class F>
 void run_map(Node& n, const ExecContext& ctx, F f) {
     const MathParams p = n.state_as<MathParams>();
-    const T* x = n.in[0]->in<T>();
-    T* y = n.out[0]->out<T>();
-    const int64_t total = n.out[0]->numel();
-    parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-        const int64_t end = std::min(total, (c + 1) * kChunk);
-        for (int64_t i = c * kChunk; i < end; ++i) y[i] = f(x[i], p);
-    });
+    run_unary_map<T>(n, ctx, [p, f](T x) { return f(x, p); });
 }
 
 #define MATH_KERNEL(NAME, EXPR)                                                           \
