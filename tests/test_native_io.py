@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from cli_util import qnn_build
+from cli_util import qnn_build_in_process as qnn_build
 from onnx import TensorProto, helper, numpy_helper
 
 from qnn_build.convert import convert
