@@ -334,7 +334,8 @@ def convert_weights_only(float_path, out, input_dims, precision, options, cle, i
     """convert()'s quantization with the activation encodings dropped afterwards: the quantized
     weights (and biases) in an otherwise float graph, which our cpu backend runs in float."""
     from qnn_build.convert import _from_samples, build_graph, write_artifacts
-    from qnn_build.quant import parse_precision, quantize_graph
+    from qnn_build.options import parse_precision
+    from qnn_build.quant import quantize_graph
 
     prec = parse_precision(precision)
     graph = build_graph(float_path, input_dims, input_values, None, cle=cle, lower_rnn=True)

@@ -15,6 +15,7 @@ from .backends import get_backend
 from .codegen.cpp import generate_cpp
 from .codegen.qdq import qdq_bytes
 from .codegen.weights import pack_weights
+from .data.samples import iter_samples
 from .errors import ConvertError, QnnBuildError
 from .ir.dtypes import dtype_name, supported_dtype
 from .ir.graph import Graph
@@ -24,11 +25,16 @@ from .ir.passes import run_passes
 from .ir.rnn_lowering import lower_recurrent
 from .npu_lowering.lower import add_npu_params
 from .ops import lower_graph
-from .quant import QuantOptions, Stats, collect_stats, iter_samples, parse_precision, quantize_graph, resolve_auto
+from .options import parse_precision
+from .quant import QuantOptions, Stats, collect_stats, quantize_graph, resolve_auto
 from .quant.cle import equalize
 from .quant.encodings_json import encodings_document, load_overrides
 from .quant.fallback import apply_float_fallback, float_constants
+from .quant.gptq import collect_hessians
 from .quant.qdq_import import implied_precision, strip_qdq
+from .quant.range_search import search_ranges
+from .runtime.binding import Model
+from .toolchain import build_model_lib
 
 
 # --float-fallback keeps in fp16 the nodes this backend cannot run in integers (the option's meaning).
@@ -125,9 +131,11 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
         pinned = _pins(graph, overrides)
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
         if prec.is_quantized and options.act_range in ("search", "auto"):  # hook: the range search, (13)-(16), (21)
-            from .quant.range_search import search_ranges
             _require_samples(calibration, f"act_range {options.act_range} runs the model")
-            found = search_ranges(graph, prec, stats, options, pinned, calibration, hessians)
+            with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
+                found = search_ranges(graph, prec, stats, options, pinned,
+                                      lambda inputs: iter_samples(calibration, inputs),
+                                      cpu_compiler(Path(tmp)), hessians)
             act_ranges = found.ranges
             if found.bias_correction:  # auto found that (12) pays, (21b)
                 options = dataclasses.replace(options, bias_correction=True)
@@ -182,15 +190,14 @@ def _require_samples(calibration, what: str) -> None:
 def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats, dict | None]:
     """The calibration statistics (from their file, or by running the float graph over the samples)
     and, for weight_rounding gptq, GPTQ's H per layer (17): one compiled float model for both."""
-    from .quant.gptq import collect_hessians
-
     stats = Stats.load(calibration_stats) if calibration_stats else None
     if stats is not None and options.weight_rounding != "gptq":
         return stats, None
     with float_model(graph) as model:
+        count, stream = iter_samples(calibration, model.inputs)
         if stats is None:
-            stats = collect_stats(model, *iter_samples(calibration, model.inputs))
-        hessians = collect_hessians(graph, calibration, model) if options.weight_rounding == "gptq" else None
+            stats = collect_stats(model, count, stream)
+        hessians = collect_hessians(graph, model, stream) if options.weight_rounding == "gptq" else None
     return stats, hessians
 
 
@@ -198,14 +205,22 @@ def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats
 def float_model(graph: Graph):
     """`graph` (left as it is) compiled at fp32 for this machine and loaded, every tensor kept: what
     calibration statistics and GPTQ's H are collected from."""
-    from .runtime.binding import Model
-    from .toolchain import build_model_lib
-
     with tempfile.TemporaryDirectory(prefix="qnnb-float-") as tmp:
         write_artifacts(copy.deepcopy(graph), tmp, "model.onnx")
         lib = build_model_lib(Path(tmp) / "model.cpp", Path(tmp) / "model.bin", Path(tmp) / "libmodel.so")
         with Model(lib, keep_tensors=True) as model:
             yield model
+
+
+def cpu_compiler(folder: Path):
+    """The range search's compile_graph: `graph` at `precision` compiled into a model library in
+    folder/<precision>, and a function that loads it on the cpu backend (one thread), tensors replaced."""
+    def compile_graph(graph: Graph, precision: str):
+        out = folder / precision
+        write_artifacts(graph, out, "model.onnx", precision)
+        lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
+        return lambda replace=None: Model(lib, threads=1, replace=replace)
+    return compile_graph
 
 
 def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes=None, cle: bool = False,

@@ -145,7 +145,7 @@ def test_fallback_graph_rewrite(tmp_path):
     from qnn_build.quant import QuantOptions, Stats, quantize_graph
     from qnn_build.quant.calibrate import TensorStats
     from qnn_build.quant.fallback import apply_float_fallback, float_constants
-    from qnn_build.quant.precision import PRECISIONS
+    from qnn_build.options import PRECISIONS
 
     src, _, consts = lstm_model(tmp_path)
     graph = build_graph(src)

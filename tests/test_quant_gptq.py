@@ -12,7 +12,8 @@ from cli_util import one_error_line, qnn_build
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from qnn_build.convert import build_graph, convert
+from qnn_build.convert import build_graph, convert, float_model
+from qnn_build.data.samples import iter_samples
 from qnn_build.quant import QuantOptions
 from qnn_build.quant.apply import _weight, weight_axes
 from qnn_build.quant.encoding import dequantize, quantize
@@ -84,7 +85,8 @@ def _layer_error(node, w, q, enc, hessians):
 @pytest.mark.parametrize("bits,block", [(8, None), (4, None), (4, 32)], ids=["8bit", "4bit", "4bit-block32"])
 def test_gptq_lowers_every_layers_output_error_and_stays_in_range(work, bits, block):
     graph = build_graph(work / "model.onnx")
-    hessians = collect_hessians(graph, work / "calib.npz")
+    with float_model(graph) as model:
+        hessians = collect_hessians(graph, model, iter_samples(work / "calib.npz", model.inputs)[1])
     layers = gptq_layers(graph)
     assert {n.name for n in layers.values()} == {"conv1", "conv2", "conv3", "fc"}
     assert [h.shape for h in hessians["w2"]] == [(72, 72)] * 2     # one H per group, K = 8 channels · 3 · 3

@@ -7,14 +7,21 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from qnn_build.convert import build_graph, calibrate, convert
-from qnn_build.quant import QuantOptions, parse_precision
+from qnn_build.convert import build_graph, calibrate, convert, cpu_compiler
+from qnn_build.data.samples import iter_samples
+from qnn_build.options import parse_precision
+from qnn_build.quant import QuantOptions
 from qnn_build.quant.encoding import activation_encoding
 from qnn_build.quant.range_search import AUTO_METHODS, SEARCH_PASSES, _Scorer, candidate_ranges, search_ranges
 from qnn_build.runtime import load
 from qnn_build.toolchain import build_model_lib
 
 RNG = np.random.default_rng(3)
+
+
+def samples(work):
+    """The search's samples(inputs): the calibration set for a model's inputs."""
+    return lambda inputs: iter_samples(work / "calib.npz", inputs)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +60,7 @@ def test_the_search_never_ends_worse_than_its_start(work, precision, options):
     graph = build_graph(work / "model.onnx", lower_rnn=True)
     stats = calibrate(work / "model.onnx", work / "calib.npz")
     prec = parse_precision(precision)
-    result = search_ranges(graph, prec, stats, options, None, work / "calib.npz")
+    result = search_ranges(graph, prec, stats, options, None, samples(work), cpu_compiler(work / "libs"))
     assert result.error <= result.start_error
     assert "r2" in result.ranges and "c2" not in result.ranges  # c2 takes the Relu's encoding (fused)
     bound = sum(len(candidate_ranges(stats[n], prec.act_bits)) for n in result.ranges)
@@ -67,13 +74,13 @@ def test_the_search_scores_what_convert_writes(work):
     graph = build_graph(work / "model.onnx", lower_rnn=True)
     stats = calibrate(work / "model.onnx", work / "calib.npz")
     precision, options = parse_precision("w8a8"), QuantOptions(act_range="search")
-    result = search_ranges(graph, precision, stats, options, None, work / "calib.npz")
-    scorer = _Scorer(graph, precision, stats, options, None, work / "calib.npz", work / "scorer")
+    result = search_ranges(graph, precision, stats, options, None, samples(work), cpu_compiler(work / "libs"))
+    scorer = _Scorer(graph, precision, stats, options, None, samples(work), cpu_compiler(work / "scorer"))
     assert scorer.error(result.ranges).sum() == result.error
 
     convert(work / "model.onnx", work / "out", precision="w8a8", calibration=work / "calib.npz", options=options)
     model = load(build_model_lib(work / "out" / "model.cpp", work / "out" / "model.bin", work / "out" / "lib.so"))
-    ref = load(build_model_lib(work / "scorer" / "float" / "model.cpp", work / "scorer" / "float" / "model.bin",
+    ref = load(build_model_lib(work / "scorer" / "fp32" / "model.cpp", work / "scorer" / "fp32" / "model.bin",
                                work / "scorer" / "float.so"))
     xs = np.load(work / "calib.npz")["x"]
     ours = np.stack([model.run({"x": x})["y"] for x in xs]).astype(np.float64)

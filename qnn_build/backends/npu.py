@@ -12,7 +12,7 @@ runtime's registry by finalizing one-node graphs on the npu.
 
 from functools import lru_cache
 
-from ..spec.configs import package_configs
+from ..options import parse_precision
 from .native import NativeBackend
 
 # npu kernels without convert-time parameters (no entry in npu_lowering/lower.py RULES).
@@ -20,7 +20,6 @@ PARAMLESS_KERNELS = frozenset({"ArgMax", "ArgMin"})
 
 # Converter-inserted boundaries between the integer and the fp16 domain (runtime/npu/convert_ops.cpp).
 BOUNDARY_OPS = frozenset({"Quantize", "Dequantize"})
-
 
 
 @lru_cache(maxsize=None)
@@ -37,4 +36,4 @@ class Npu(NativeBackend):
     name = "npu"
 
     def supports_op(self, op_type: str, precision: str) -> bool:
-        return op_type in integer_ops() or not package_configs().is_quantized(precision)
+        return op_type in integer_ops() or not parse_precision(precision).is_quantized

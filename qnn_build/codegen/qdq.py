@@ -36,6 +36,8 @@ from onnx import TensorProto, helper, numpy_helper
 from .. import __version__
 from ..errors import ConvertError
 from ..ir.graph import Graph, Node
+from ..ir.rnn_lowering import lower_recurrent
+from ..quant.encoding import dequantize
 from . import qdq_units as units
 from .qdq_ops import ALIASES, RAW_INPUTS, RULES, as_attributes
 
@@ -110,7 +112,6 @@ class Exporter:
         if t is None or not t.is_const:
             return None
         if units.is_int(t.encoding):
-            from ..quant.encoding import dequantize
             return dequantize(t.const.astype(np.int64), t.encoding)
         return t.const.astype(np.float32) if t.const.dtype == np.float16 else t.const
 
@@ -221,7 +222,6 @@ def _unrolled(graph: Graph) -> Graph:
     ones never hold them), constants back in float32 (fp16 values are exact in it)."""
     if not any(n.op_type in UNROLLED for n in graph.nodes):
         return graph
-    from ..ir.rnn_lowering import lower_recurrent
     original, graph = graph, copy.deepcopy(graph)
     for t in graph.tensors.values():
         if t.is_const and t.const.dtype == np.float16:

@@ -3,6 +3,7 @@ input, arr[i] one sample) for calibration, reference and test; qnn-net-run input
 tensors. Formats only: nothing here builds or runs a model.
 
     npz          deterministic .npz writing, row-by-row reading, test data samples
+    samples      calibration samples streamed from an .npz or an input list
     input_list   qnn-net-run input lists and raw files
     model_io     IOInfo, NodeInfo: a loaded model's inputs, outputs and schedule, on any backend
 """

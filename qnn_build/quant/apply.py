@@ -9,28 +9,31 @@ import numpy as np
 from ..errors import QnnBuildError
 from ..ir.graph import Graph, Node
 from ..ops.kinds import VALUE_KEEPERS
+from ..options import QUANTIZATION, Precision
 from .calibrate import Stats
-from .encoding import (Encoding, activation_encoding, bias_encoding, fp16_encoding, headroom, quantize,
+from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, fp16_encoding, headroom, quantize,
                        storage_dtype, symmetric_encoding)
 from .gptq import gptq_quantize
-from .precision import Precision
 from .ranges import choose_range, weight_absmax
+
+# The defaults are the option table's (qnn_build/options.py QUANTIZATION), by spec key.
+_DEFAULT = {o.spec_key: o.to_spec(o.default) for o in QUANTIZATION}
 
 
 @dataclass
 class QuantOptions:
-    act_range: str = "minmax"
-    weight_range: str = "minmax"
-    percentile: float = 99.99
-    per_channel: bool = True
-    block_size: int | None = None
-    bias_correction: bool = False
+    act_range: str = _DEFAULT["act_range"]
+    weight_range: str = _DEFAULT["weight_range"]
+    percentile: float = _DEFAULT["percentile"]
+    per_channel: bool = _DEFAULT["per_channel"]
+    block_size: int | None = _DEFAULT["block_size"]
+    bias_correction: bool = _DEFAULT["bias_correction"]
     # Bits of the activations and constants of unrolled LSTM/GRU/RNN where the precision has fewer
     # (8 or None: the precision's). docs/quantization.md "The recurrence at 16 bits": why 16 by default.
-    recurrent_bits: int | None = 16
+    recurrent_bits: int | None = _DEFAULT["recurrent_bits"]
     # nearest: (2) on every weight; gptq: Conv/Gemm/MatMul weights rounded with error feedback,
     # docs/quantization.md (17)-(20) (needs the layers' H from quant/gptq.py collect_hessians).
-    weight_rounding: str = "nearest"
+    weight_rounding: str = _DEFAULT["weight_rounding"]
 
 
 def resolve_auto(options: QuantOptions, samples: bool) -> QuantOptions:
@@ -321,7 +324,6 @@ def _corrected_bias(node, graph, bias, w_float, stats):
     if w_float is None or x_stats is None or x_stats.channel_mean is None or node.op_type == "ConvTranspose":
         return bias
     w = graph.tensor(node.inputs[1])
-    from .encoding import dequantize
     err = dequantize(w.const.astype(np.int64), w.encoding) - w_float
     mean = x_stats.channel_mean
     if node.op_type == "Conv":

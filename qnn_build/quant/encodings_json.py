@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_text
 from ..errors import QnnBuildError
 from ..ir.graph import Graph
 from .encoding import Encoding, activation_encoding, fp16_encoding, headroom, symmetric_encoding
@@ -44,7 +45,6 @@ def encodings_document(graph: Graph) -> dict:
 
 
 def write_encodings(path, graph: Graph) -> None:
-    from ..atomic import write_text
     write_text(path, json.dumps(encodings_document(graph), indent=1, sort_keys=True) + "\n")
 
 

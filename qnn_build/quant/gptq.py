@@ -97,21 +97,14 @@ def input_rows(node, x: np.ndarray, w_shape, max_rows: int | None = None) -> lis
     return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1) for g in range(group)]
 
 
-def collect_hessians(graph, calibration, model=None) -> dict[str, list[np.ndarray]]:
-    """(17) for every layer of gptq_layers: weight name -> H per group, float64. model: the float
-    graph already compiled and loaded with every tensor kept (convert.float_model), else compiled here."""
-    from ..convert import float_model
-    from .calibrate import iter_samples
-
+def collect_hessians(graph, model, stream) -> dict[str, list[np.ndarray]]:
+    """(17) for every layer of gptq_layers: weight name -> H per group, float64. model: the float graph
+    compiled and loaded with every tensor kept (convert.float_model); stream(): the calibration samples."""
     layers = gptq_layers(graph)
     if not layers:
         return {}
-    if model is None:
-        with float_model(graph) as model:
-            return collect_hessians(graph, calibration, model)
     sums: dict[str, list] = {}
     rows = {name: 0 for name in layers}
-    _, stream = iter_samples(calibration, model.inputs)
     for feeds in stream():
         model.run(feeds)
         tensors = {**feeds, **model.tensors()}

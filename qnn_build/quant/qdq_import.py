@@ -25,8 +25,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..errors import ConvertError
+from ..options import PRECISIONS
 from .encoding import Encoding
-from .precision import PRECISIONS
 
 QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
 # ONNX element type -> (bits, signed)

@@ -2,22 +2,21 @@
 candidate that makes the quantized model's outputs closest to the float model's on the calibration
 samples. Equations: docs/quantization.md (13)-(16).
 
-Scoring runs the real cpu backend (the float simulation of the integer model): the float graph and
-the graph quantized with the starting ranges are each compiled once, and every candidate is the
-starting library composed with the candidate's encodings and biases in place (runtime/reencode.py),
-quantized by the same quantize_graph as the model convert writes. Deterministic: a fixed candidate
-list, a fixed order, one thread, the first samples of the set, a tie keeps the current range.
+Scoring runs the real cpu backend (the float simulation of the integer model), through a `compile_graph`
+callable convert hands in: the float graph and the graph quantized with the starting ranges are each
+compiled once, and every candidate is the starting library composed with the candidate's encodings
+and biases in place (runtime/reencode.py), quantized by the same quantize_graph as the model convert
+writes. Deterministic: a fixed candidate list, a fixed order, one thread, the first samples of the
+set, a tie keeps the current range.
 """
 
 import copy
 import dataclasses
-import tempfile
-from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from .apply import quantize_graph
-from .calibrate import iter_samples
 from .encoding import activation_encoding
 from .ranges import choose_range
 
@@ -62,17 +61,20 @@ def _encoding_key(lo, hi, bits):
     return float(enc.scales[0]), int(enc.offsets[0])
 
 
-def search_ranges(graph, precision, stats, options, pinned, calibration, hessians=None) -> SearchResult:
+def search_ranges(graph, precision, stats, options, pinned, samples, compile_graph, hessians=None) -> SearchResult:
     """The ranges (15) finds for `graph` (the float graph; not modified), or with act_range auto the
-    best fixed method's (21). hessians: GPTQ's, for weight_rounding gptq (the candidates are scored
-    with the weights convert will write)."""
+    best fixed method's (21).
+    samples(inputs) -> (count, stream): the calibration samples for a model's inputs (data/samples.py).
+    compile_graph(graph, precision name) -> load, where load(replace=None) is a session of `graph` compiled on
+    the cpu backend, with `replace` (tensor -> (encoding, constant data)) put in place as it composes.
+    hessians: GPTQ's, for weight_rounding gptq (the candidates are scored with the weights convert will
+    write)."""
     auto = options.act_range == "auto"
-    with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
-        scorer = _Scorer(graph, precision, stats, options, pinned, calibration, Path(tmp), hessians)
-        try:
-            return _best_method(scorer, stats) if auto else _greedy(scorer, stats)
-        finally:
-            scorer.close()
+    scorer = _Scorer(graph, precision, stats, options, pinned, samples, compile_graph, hessians)
+    try:
+        return _best_method(scorer, stats) if auto else _greedy(scorer, stats)
+    finally:
+        scorer.close()
 
 
 def _method_label(method, p):
@@ -140,11 +142,8 @@ def _significantly_lower(new: np.ndarray, old: np.ndarray) -> bool:
 class _Scorer:
     """(13) for a set of activation ranges, on the cpu backend."""
 
-    def __init__(self, graph, precision, stats, options, pinned, calibration, tmp: Path, hessians=None):
-        from ..convert import write_artifacts
-        from ..runtime.binding import Model
-        from ..toolchain import build_model_lib
-
+    def __init__(self, graph, precision, stats, options, pinned, samples: Callable, compile_graph: Callable,
+                 hessians=None):
         self._float_graph = copy.deepcopy(graph)
         self._args = (precision, stats, dataclasses.replace(options, act_range=SEARCH_START), pinned)
         start_graph = copy.deepcopy(graph)
@@ -154,14 +153,10 @@ class _Scorer:
         self._hessians = hessians if options.bias_correction else None
         self._all_hessians = hessians
         self.bias_correction = options.bias_correction
-        libs = {}
-        for kind, g, prec in (("float", copy.deepcopy(graph), "fp32"), ("start", start_graph, precision.name)):
-            write_artifacts(g, tmp / kind, "model.onnx", prec)
-            libs[kind] = build_model_lib(tmp / kind / "model.cpp", tmp / kind / "model.bin", tmp / kind / "lib.so")
-        self._lib = libs["start"]
-        self._model_cls = Model
-        with Model(libs["float"], threads=1) as ref_model:
-            _, stream = iter_samples(calibration, ref_model.inputs)
+        load_float = compile_graph(copy.deepcopy(graph), "fp32")
+        self._load = compile_graph(start_graph, precision.name)
+        with load_float() as ref_model:
+            _, stream = samples(ref_model.inputs)
             self.samples = [feeds for _, feeds in zip(range(SEARCH_SAMPLES), stream())]
             self._ref = [ref_model.run(f) for f in self.samples]
         names = [n for n, v in self._ref[0].items() if np.issubdtype(v.dtype, np.floating)]
@@ -189,7 +184,7 @@ class _Scorer:
             elif name in self._biases:
                 replace[name] = (t.encoding, t.const)
         per_sample = np.zeros(len(self.samples))
-        with self._model_cls(self._lib, threads=1, replace=replace) as model:
+        with self._load(replace=replace) as model:
             for i, (feeds, ref) in enumerate(zip(self.samples, self._ref)):
                 out = model.run(feeds)
                 per_sample[i] = sum(float(np.sum(np.square(out[n].astype(np.float64) - ref[n]))) / max(p, 1e-300)

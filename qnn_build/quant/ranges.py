@@ -4,17 +4,18 @@ Equations: docs/quantization.md (10)."""
 import numpy as np
 
 from ..errors import QnnBuildError
+from ..options import OPTIONS
 from .encoding import activation_encoding
 
-RANGE_ALGORITHMS = ("minmax", "percentile", "mse", "search", "auto")
+RANGE_ALGORITHMS = OPTIONS["act_range"].choices
 
 
 def choose_range(lo: float, hi: float, hist: np.ndarray, bits: int, algorithm: str,
                  percentile: float = 99.99) -> tuple[float, float]:
     if algorithm not in RANGE_ALGORITHMS:
         raise QnnBuildError(f"unknown range algorithm '{algorithm}' (one of {', '.join(RANGE_ALGORITHMS)})")
-    if algorithm in ("search", "auto"):  # range_search.py picks the ranges; it never reaches here
-        raise QnnBuildError(f"act_range {algorithm} runs the model over the calibration samples: give the "
+    if algorithm == "search":  # range_search.py picks the ranges; it never reaches here
+        raise QnnBuildError("act_range search runs the model over the calibration samples: give the "
                             "calibration data (--calibration), not only statistics")
     if algorithm == "minmax" or hist is None or hist.sum() == 0 or hi <= lo:
         return lo, hi

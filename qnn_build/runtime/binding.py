@@ -12,6 +12,10 @@ from onnx import helper
 
 from ..data.model_io import IOInfo, NodeInfo
 from ..errors import QnnBuildError, RuntimeFailure, missing_file
+from ..options import parse_precision
+from ..toolchain import build_runtime
+from ..toolchain.targets import check_binary_for, host_target
+from .reencode import Reencoded
 
 QNNB_MAX_RANK = 8
 # Inputs and outputs up to this size go through buffers made once, whose addresses the pointer
@@ -30,7 +34,6 @@ def runtime_library(path: str | None = None) -> ctypes.CDLL:
     if path is None:
         path = os.environ.get("QNNB_RUNTIME")
     if path is None:
-        from ..toolchain import build_runtime
         path = str(build_runtime())
     if not Path(path).is_file():
         raise missing_file(path, "runtime library")
@@ -95,7 +98,6 @@ class Model:
         path = Path(model_lib)
         if not path.is_file():
             raise missing_file(model_lib, "model library")
-        from ..toolchain.targets import check_binary_for, host_target
         check_binary_for(path, host_target())  # built for another machine: say which, not dlopen's words
         try:
             self._lib = ctypes.CDLL(str(path.resolve()))  # kept: constants point into it
@@ -107,7 +109,6 @@ class Model:
         t1 = time.perf_counter()
         self._create(backend, threads, keep_tensors)
         if replace:
-            from .reencode import Reencoded
             self._reencoded = Reencoded(self._lib, replace)  # alive until finalize has copied what it holds
             compose = self._reencoded.compose
         self._check(self._rt.qnnb_graph_compose(self._graph, ctypes.cast(compose, ctypes.c_void_p)), "compose")
@@ -319,7 +320,6 @@ def _check_precision(model_lib, actual: str | None, expected: str | None) -> Non
     """A step told which precision to expect refuses a library converted at another, before compose."""
     if not expected:
         return
-    from ..quant.precision import parse_precision
     want = parse_precision(expected).name
     if actual != want:
         raise QnnBuildError(f"{model_lib}: this model library was converted at {actual or 'an unrecorded precision'}, "

@@ -35,7 +35,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 
 # The package's files each step runs, relative to the package (a folder: every *.py below it).
 # convert: everything but what it never imports, so a new converter module is covered by default.
-COMMON = ["__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py", "log.py"]
+COMMON = ["__init__.py", "__main__.py", "cli.py", "options.py", "errors.py", "atomic.py", "log.py"]
 NOT_CONVERTER = ("sconstool", "report")
 # What loading and running a model on a backend imports (and no converter module: backends/npu.py).
 BACKENDS = ["backends", "runtime", "toolchain", "spec", "data"]

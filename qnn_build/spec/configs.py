@@ -2,7 +2,8 @@
 
 configs/
   zoo.yaml              name, version, host_target, defaults for specs
-  precisions.yaml       canonical precisions (+ aliases, bits, default thresholds), quantizer defaults
+  precisions.yaml       per precision (names, aliases and bits: qnn_build/options.py) the default
+                        thresholds and whether it is built yet; optionally zoo-wide quantizer options
   backends/<name>.yaml  one per backend: the precisions it runs, whether it is built yet, and where
                         its `backend@where` names point (`placements`: a folder of configs/; default
                         targets/, the machines)
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from ..options import PRECISIONS, QUANTIZATION, Precision
 from .spec_error import SpecError
 from .validate import check_schema
 from .yaml_source import YamlSource, display_path
@@ -34,7 +36,6 @@ class Configs:
     backends: dict[str, dict]
     targets: dict[str, dict]
     placements: dict[str, dict[str, dict]] = field(default_factory=dict)  # folder -> name -> its file
-
 
     @property
     def host_target(self) -> str:
@@ -132,14 +133,22 @@ def load_configs(configs_dir) -> Configs:
     configs = Configs(
         dir=configs_dir,
         zoo=zoo.data,
-        precisions=precisions.data["precisions"],
-        quantization_defaults={"overrides": None, **precisions.data["quantization"]},
+        precisions={name: {**_identity(PRECISIONS[name]), **info} for name, info in precisions.data["precisions"].items()
+                    if name in PRECISIONS},
+        quantization_defaults={**{o.spec_key: o.to_spec(o.default) for o in QUANTIZATION},
+                               **precisions.data.get("quantization", {})},
         backends={name: source.data for name, source in backends.items()},
         targets=placements["targets"],
         placements=placements,
     )
     _check_consistency(configs, zoo, precisions, backends, targets)
     return configs
+
+
+def _identity(p: Precision) -> dict:
+    """What the precision table says of a precision, as configs/ entries spell it."""
+    return {"aliases": list(p.aliases), "kind": "quantized" if p.is_quantized else "float",
+            "weight_bits": p.weight_bits, "activation_bits": p.act_bits}
 
 
 def _load(path: Path, kind: str) -> YamlSource:
@@ -150,13 +159,13 @@ def _load(path: Path, kind: str) -> YamlSource:
 
 def _check_consistency(configs: Configs, zoo, precisions, backends, targets) -> None:
     """Cross-file checks the schema cannot express: names match files, references resolve."""
-    spelled = {}
-    for canonical, info in configs.precisions.items():
-        for index, name in enumerate([canonical, *info["aliases"]]):
-            path = ("precisions", canonical) + (("aliases", index - 1) if index else ())
-            if name in spelled:
-                raise precisions.error(path, f"'{name}' already names precision '{spelled[name]}'")
-            spelled[name] = canonical
+    for name in precisions.data["precisions"]:
+        if name not in PRECISIONS:
+            raise precisions.error(("precisions", name), f"not a precision qnn-build knows (known: {', '.join(PRECISIONS)})")
+    missing = [name for name in PRECISIONS if name not in configs.precisions]
+    if missing:
+        raise precisions.error(("precisions",), f"no entry for {missing[0]} (every precision has one; "
+                                                f"`available: false` leaves it out of builds)")
     for files in (backends, targets):
         for stem, source in files.items():
             if source.data["name"] != stem:

@@ -16,7 +16,8 @@ import json
 import os
 from pathlib import Path
 
-from qnn_build.atomic import write_text
+from ..atomic import write_text
+from ..options import QUANTIZATION, parse_precision
 
 from .model import ResolvedSpec, Spec
 
@@ -62,28 +63,19 @@ def _convert_config(spec: Spec, precision: str, root: Path) -> dict:
         "out_nodes": spec.outputs,
         "precision": precision,
     }
-    info = spec.configs.precisions[precision]
-    if info["kind"] == "quantized":  # float configs stay free of calibration, so its edits skip them
+    if parse_precision(precision).is_quantized:  # float configs stay free of calibration, so its edits skip them
         config["calibration"] = _relative(spec.calibration, root)
-        config.update(_quantization_options(spec, info, root))
+        config.update(_quantization_options(spec, precision, root))
     return config
 
 
-def _quantization_options(spec: Spec, info: dict, root: Path) -> dict:
-    """The spec's `quantization` as `qnn-build convert` options, only those that matter to this
-    precision (e.g. block_size only for 4-bit weights). The bitwidths come with `precision`."""
-    q = spec.quantization
-    options = {key: q[key] for key in ("act_range", "weight_range", "cle", "bias_correction", "recurrent_bits")}
-    options["per_tensor"] = not q["per_channel"]
-    if q["weight_rounding"] != "nearest":  # only when set: the configs of every other spec stay as they were
-        options["weight_rounding"] = q["weight_rounding"]
-    if q["act_range"] == "percentile":
-        options["percentile"] = q["percentile"]
-    if info["weight_bits"] == 4:
-        options["block_size"] = q["block_size"]
-    if q["overrides"] is not None:
-        options["quantization_overrides"] = _relative(q["overrides"], root)
-    return options
+def _quantization_options(spec: Spec, precision: str, root: Path) -> dict:
+    """The spec's `quantization` as `qnn-build convert` options (options.py QUANTIZATION), only those
+    that matter to this precision (e.g. block_size only for 4-bit weights). The bitwidths come with
+    `precision`."""
+    q, prec = spec.quantization, parse_precision(precision)
+    options = {o.name: o.from_spec(q[o.spec_key]) for o in QUANTIZATION if o.relevant is None or o.relevant(q, prec)}
+    return {name: _relative(v, root) if isinstance(v, Path) else v for name, v in options.items()}
 
 
 def _relative(path: Path, root: Path) -> str:

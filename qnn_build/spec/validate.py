@@ -11,6 +11,7 @@ from importlib import resources
 
 from jsonschema import Draft202012Validator
 
+from ..options import QUANTIZATION
 from .yaml_source import YamlSource
 
 _EXPECTED_TYPE = {
@@ -46,8 +47,16 @@ def did_you_mean(word, choices) -> str:
 
 @lru_cache(maxsize=None)
 def load_schema(name: str) -> dict:
-    """A schema file shipped in this package (e.g. 'schema.json')."""
-    return json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
+    """A schema file shipped in this package (e.g. 'schema.json'), its `quantization` entries filled
+    from the option table (qnn_build/options.py QUANTIZATION): the one declaration of those keys."""
+    schema = json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
+    keys = {o.spec_key: o.schema() for o in QUANTIZATION}
+    if name == "schema.json":
+        schema["properties"]["quantization"]["properties"] = keys
+    elif name == "configs.schema.json":  # a zoo-wide `overrides` would pin one model's tensors in every model
+        schema["$defs"]["precisions"]["properties"]["quantization"]["properties"] = {
+            k: v for k, v in keys.items() if k != "overrides"}
+    return schema
 
 
 @lru_cache(maxsize=None)

@@ -9,7 +9,7 @@ from qnn_build.convert import build_graph, write_artifacts
 from qnn_build.npu_lowering.lower import add_npu_params
 from qnn_build.quant import QuantOptions, Stats, quantize_graph
 from qnn_build.quant.calibrate import TensorStats
-from qnn_build.quant.precision import PRECISIONS
+from qnn_build.options import PRECISIONS
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
