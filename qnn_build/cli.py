@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
+from .data.json_file import read_json_object
 from .errors import QnnBuildError, os_error_line
 from .log import LEVELS, log, setup
 from .options import OPTIONS, QUANTIZATION, Option, count, json_value, spellings
@@ -383,7 +384,8 @@ def _finish(args) -> None:
                 setattr(args, o.name, [_pair(o, item) for item in given])
             except ValueError as e:
                 args.parser.error(str(e))
-    config = _read_config(args.config) if getattr(args, "config", None) else {}
+    config = read_json_object(args.config, "config file", "a JSON object of the step's options") \
+        if getattr(args, "config", None) else {}
     options = {o.name: o for o in args.options}
     for key, value in config.items():
         if key not in options or key == "config":
@@ -411,19 +413,6 @@ def _pair(o: Option, item) -> tuple:
         return name, o.type(text)
     except ValueError as e:
         raise ValueError(f"{o.cli_flags[0]} {name}: {e}") from None
-
-
-def _read_config(path) -> dict:
-    path = Path(path)
-    try:
-        config = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise QnnBuildError(f"{path}: config file not found") from None
-    except json.JSONDecodeError as e:
-        raise QnnBuildError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
-    if not isinstance(config, dict):
-        raise QnnBuildError(f"{path}: a config file must hold a JSON object")
-    return config
 
 
 def _need(args, step: str, **messages) -> None:

@@ -6,4 +6,5 @@ tensors. Formats only: nothing here builds or runs a model.
     samples      calibration samples streamed from an .npz or an input list
     input_list   qnn-net-run input lists and raw files
     model_io     IOInfo, NodeInfo: a loaded model's inputs, outputs and schedule, on any backend
+    json_file    a JSON object from a file the user names, its problems as one line
 """

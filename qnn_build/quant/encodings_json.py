@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_text
+from ..data.json_file import read_json_object
 from ..errors import QnnBuildError
 from ..ir.graph import Graph
 from .encoding import Encoding, activation_encoding, fp16_encoding, headroom, symmetric_encoding
@@ -51,14 +52,7 @@ def write_encodings(path, graph: Graph) -> None:
 def load_overrides(path, graph: Graph) -> dict:
     """{"activations": {name: fn(stats, bits)}, "params": {name: fn(values, bits)}} from an AIMET file."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise QnnBuildError(f"{path}: quantization overrides file not found") from None
-    except json.JSONDecodeError as e:
-        raise QnnBuildError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
-    if not isinstance(doc, dict):
-        raise QnnBuildError(f"{path}: expected a JSON object with activation_encodings/param_encodings")
+    doc = read_json_object(path, "quantization overrides file", "a JSON object with activation_encodings/param_encodings")
     out = {"activations": {}, "params": {}}
     for section, kind in (("activation_encodings", "activations"), ("param_encodings", "params")):
         for name, entries in (doc.get(section) or {}).items():
