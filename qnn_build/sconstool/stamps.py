@@ -35,7 +35,8 @@ PACKAGE = Path(__file__).resolve().parents[1]
 
 # The package's files each step runs, relative to the package (a folder: every *.py below it).
 # convert: everything but what it never imports, so a new converter module is covered by default.
-COMMON = ["__init__.py", "__main__.py", "cli.py", "options.py", "errors.py", "atomic.py", "log.py"]
+COMMON = ["__init__.py", "__main__.py", "cli.py", "options.py", "errors.py", "atomic.py", "log.py",
+          "data/__init__.py", "data/json_file.py"]  # cli.py reads --config files with it
 NOT_CONVERTER = ("sconstool", "report")
 # What loading and running a model on a backend imports (and no converter module: backends/npu.py).
 BACKENDS = ["backends", "runtime", "toolchain", "spec", "data"]
@@ -72,7 +73,7 @@ def source_files(step: str) -> list[Path]:
     for entry in SOURCES[step]:
         path = PACKAGE / entry
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    return files
+    return list(dict.fromkeys(files))  # a file named by COMMON and by a folder counts once
 
 
 def sources_sha256(step: str) -> str:
