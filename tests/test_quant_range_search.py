@@ -112,7 +112,8 @@ def test_auto_takes_the_best_fixed_method_only_when_it_scores_significantly_bett
     graph = build_graph(work / "model.onnx", lower_rnn=True)
     stats = calibrate(work / "model.onnx", work / "calib.npz")
     prec = parse_precision(precision)
-    result = search_ranges(graph, prec, stats, QuantOptions(act_range="auto"), None, work / "calib.npz")
+    result = search_ranges(graph, prec, stats, QuantOptions(act_range="auto"), None, samples(work),
+                           cpu_compiler(work / "libs"))
     assert result.evaluations == len(AUTO_METHODS) + 1  # and bias correction (21b): conv1 has a bias
     assert result.error <= result.start_error
     labels = [m if p is None else f"{m} {p}" for m, p in AUTO_METHODS]
