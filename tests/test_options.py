@@ -8,7 +8,7 @@ import json
 import pytest
 from cli_util import qnn_build
 
-from qnn_build.cli import STEPS, build_parser, step_options
+from qnn_build.cli import COMMON, STEPS, build_parser, step_options
 from qnn_build.options import ALIASES, OPTIONS, PRECISIONS, QUANTIZATION, parse_precision
 from qnn_build.quant import QuantOptions
 from qnn_build.spec.configs import package_configs
@@ -26,7 +26,7 @@ def test_quantoptions_are_the_tables_quantizer_options_with_its_defaults():
 def test_the_schemas_take_the_quantization_keys_from_the_table():
     spec_keys = load_schema("schema.json")["properties"]["quantization"]["properties"]
     assert spec_keys == {o.spec_key: o.schema() for o in QUANTIZATION}
-    assert spec_keys["act_range"]["enum"] == ["minmax", "percentile", "mse", "search"]
+    assert spec_keys["act_range"]["enum"] == ["minmax", "percentile", "mse", "search", "auto"]
     assert spec_keys["block_size"]["enum"] == [32, 64, 128, None]
     zoo_keys = load_schema("configs.schema.json")["$defs"]["precisions"]["properties"]["quantization"]["properties"]
     assert set(zoo_keys) == set(spec_keys) - {"overrides"}
@@ -40,7 +40,7 @@ def test_every_flag_is_an_option_of_the_table_or_of_its_step():
     parser = build_parser()
     steps = parser._subparsers._group_actions[0].choices
     for name, step in STEPS.items():
-        dests = {a.dest for a in steps[name]._actions} - {"help", "config", "quiet"}
+        dests = {a.dest for a in steps[name]._actions} - {"help"} - {o.name for o in COMMON}
         assert dests == {o.name for o in step_options(step)}, name
     convert = {a.dest: a for a in steps["convert"]._actions}
     for o in QUANTIZATION:  # the quantizer's options reach convert as the table declares them
@@ -65,11 +65,10 @@ def test_a_config_key_per_tensor_and_the_spec_key_per_channel_are_one_option(tmp
     """The build writes convert's --config from a spec's per_channel; convert reads it back as one
     QuantOptions field."""
     from qnn_build.cli import _finish
-    parser = build_parser()
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"per_tensor": True, "act_range": "mse"}))
-    args = parser.parse_args(["convert", "--config", str(config)])
-    _finish(args, parser)
+    args = build_parser().parse_args(["convert", "--config", str(config)])
+    _finish(args)
     assert (args.per_tensor, args.act_range, args.recurrent_bits, args.precision) == (True, "mse", 16, None)
     assert OPTIONS["per_tensor"].to_spec(args.per_tensor) is False
 
