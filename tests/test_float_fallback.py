@@ -18,6 +18,7 @@ from qnn_build.backends.npu import BOUNDARY_OPS, integer_ops
 from qnn_build.cli import main as cli_main
 from qnn_build.convert import convert
 from qnn_build.errors import RuntimeFailure
+from qnn_build.npu_lowering.movement import SINGLE_INPUT_MOVERS
 from qnn_build.ops.kinds import BYTE_MOVERS
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import RUNTIME_DIR, build_model_lib
@@ -295,6 +296,7 @@ extern "C" QNNB_EXPORT qnnb_status qnnb_model_compose(const qnnb_compose_api* ap
 PROBE_SCRIPT = """
 import ctypes, json, sys
 from qnn_build.errors import RuntimeFailure
+from qnn_build.npu_lowering.movement import SINGLE_INPUT_MOVERS
 from qnn_build.runtime.binding import Model
 lib_path, ops = sys.argv[1], json.loads(sys.argv[2])
 probe = ctypes.CDLL(lib_path)
@@ -324,6 +326,8 @@ def test_byte_movers_mirror_the_npu_registry():
     text = (RUNTIME_DIR / "npu" / "registry.cpp").read_text()
     block = re.search(r"kByteMovers\s*=\s*\{(.*?)\};", text, re.S).group(1)
     assert set(re.findall(r'"(\w+)"', block)) == BYTE_MOVERS
+    # the npu lowering's re-encoding movers (N20) are byte movers too: one list, and its subsets
+    assert {*SINGLE_INPUT_MOVERS, "Split"} <= BYTE_MOVERS
 
 
 def test_support_set_matches_runtime_registry(tmp_path):
