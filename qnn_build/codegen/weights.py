@@ -47,7 +47,10 @@ def pack_weights(tensors: list[tuple[str, np.ndarray, bool]]) -> tuple[bytes, di
     payload = bytearray(ALIGN)  # room for the header
     entries: dict[str, WeightEntry] = {}
     codes: dict[str, int] = {}
-    stored: dict[bytes, int] = {}  # digest of a payload -> its offset
+    # Payload length -> {digest: offset}. A length met once is kept unhashed (under None) until a
+    # second payload of that length comes: most tensors have a length of their own, and hashing
+    # every byte of a large model was a second of its conversion.
+    same_size: dict[int, dict[bytes | None, int]] = {}
     for name, value, is_int4 in tensors:
         if is_int4:
             data = pack_int4(value)
@@ -55,13 +58,18 @@ def pack_weights(tensors: list[tuple[str, np.ndarray, bool]]) -> tuple[bytes, di
         else:
             data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
             codes[name] = helper.np_dtype_to_tensor_dtype(value.dtype)
-        digest = hashlib.blake2b(data, digest_size=16).digest()
+        n = len(data)
+        stored = same_size.setdefault(n, {})
+        if None in stored:
+            first = stored.pop(None)
+            stored[_digest(payload[first:first + n])] = first
+        digest = _digest(data) if stored else None
         offset = stored.get(digest)
-        if offset is None or payload[offset:offset + len(data)] != data:
+        if offset is None or payload[offset:offset + n] != data:
             payload.extend(b"\0" * (-len(payload) % ALIGN))
             offset = stored[digest] = len(payload)
             payload.extend(data)
-        entries[name] = WeightEntry(name, value.dtype, tuple(value.shape), offset, len(data))
+        entries[name] = WeightEntry(name, value.dtype, tuple(value.shape), offset, n)
     payload.extend(b"\0" * (-len(payload) % ALIGN))
     index = bytearray()
     for e in entries.values():
@@ -72,7 +80,12 @@ def pack_weights(tensors: list[tuple[str, np.ndarray, bool]]) -> tuple[bytes, di
         index += struct.pack("<QQ", e.offset, e.size)
     header = _HEADER.pack(MAGIC, VERSION, len(entries), len(payload), len(index))
     payload[: len(header)] = header
-    return bytes(payload + index), entries
+    payload.extend(index)
+    return bytes(payload), entries
+
+
+def _digest(data) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def read_weights(data: bytes) -> dict[str, np.ndarray]:
