@@ -85,7 +85,15 @@ def cmd_context_binary(args) -> None:
     placement = backend.placement(args.target)
     info = backend.build_context(args.model, args.output, placement=placement, precision=args.precision,
                                  runtime=args.runtime)
+    if args.qnn_saver:  # the htp: also the graph as QNN API calls (libQnnSaver.so)
+        from .htp.generate import record_qnn_api
+        record_qnn_api(args.model, args.qnn_saver, placement.name)
     _say(args, f"built {args.output} for {backend.name} on {placement.name}: {info['summary']}")
+
+
+def _placement(backend, args):
+    """--target (or --soc) as the backend's placement, when given: where net-run and test load it."""
+    return backend.placement(args.target) if args.target else None
 
 
 def _model_source(args, step: str) -> dict:
@@ -101,8 +109,9 @@ def cmd_net_run(args) -> None:
 
     source = _model_source(args, "net-run")
     _need(args, "net-run", input_list="--input-list", output_dir="--output-dir")
-    model = get_backend(args.backend).load(**source, threads=args.threads, runtime=args.runtime,
-                                           precision=args.precision)
+    backend = get_backend(args.backend)
+    model = backend.load(**source, threads=args.threads, runtime=args.runtime, precision=args.precision,
+                         placement=_placement(backend, args))
     profile = net_run(model, args.input_list, args.output_dir, args.num_inferences,
                       profiling_level=args.profiling_level, native_inputs=bool(args.use_native_input_files),
                       native_outputs=bool(args.use_native_output_files), input_layout=args.input_layout or "NCHW")
@@ -137,6 +146,7 @@ def cmd_reference(args) -> None:
 
 
 def cmd_test(args) -> None:
+    from .backends import get_backend
     from .report.testrun import run_test
 
     source = _model_source(args, "test")
@@ -144,7 +154,8 @@ def cmd_test(args) -> None:
     result = run_test(source["model"], args.reference, args.data, args.output, backend=args.backend,
                       runtime=args.runtime, labels=args.labels, samples=args.samples,
                       thresholds=_mapping(args.thresholds), name=args.name or "", precision=args.precision or "",
-                      target=args.target or "", threads=args.threads, context=source["context"])
+                      target=args.target or "", threads=args.threads, context=source["context"],
+                      placement=_placement(get_backend(args.backend), args), agree_with=args.agree_with)
     _say(args, f"test passed: {result['samples']} sample(s) -> {args.output}")
 
 
@@ -242,14 +253,25 @@ STEPS = {
         O["output"].but(help="the library to write (or a directory for libmodel.so / model.dll)"), "target")),
     "context-binary": Step("libmodel.so -> model.ctx: the graph finalized on a backend, serialized "
                            "(docs/context-binary.md)", cmd_context_binary, (
-        O["backend"].but(help="backend to finalize on: a configs/backends/ name (default cpu)"), "model",
-        O["output"].but(help="the context binary to write (model.ctx; also writes model.ctx.json)"), "runtime",
-        O["target"].but(help="where it will be loaded: a configs/targets/ name, e.g. aarch64-windows (default: "
-                             "this machine); --model stays this machine's library"),
-        O["precision"].but(help="refuse a model converted at another precision"))),
+        O["backend"].but(help="backend to finalize on: a configs/backends/ name (default cpu); htp: Qualcomm's "
+                              "QNN HTP, a real QNN context binary (docs/htp.md)"),
+        O["model"].but(help="the model library (libmodel.so); for the htp the model.qdq.onnx of convert --qdq"),
+        O["output"].but(help="the context binary to write (model.ctx; also writes model.ctx.json); for the htp its "
+                             "EPContext wrapper model.htp.onnx (also .bin and .json)"), "runtime",
+        O["target"].but(flags=("--target", "--soc"), help="where it will be loaded: a configs/targets/ name, e.g. "
+                        "aarch64-windows (default: this machine; --model stays this machine's library); for the "
+                        "htp a configs/socs/ SoC, e.g. x-elite"),
+        O["precision"].but(help="refuse a model converted at another precision"),
+        Option("qnn_saver", "htp: also record the graph's QNN API calls through libQnnSaver.so: DIR/saver_output.c "
+               "+ params.bin (QAIRT SDK)", metavar="DIR"))),
     "net-run": Step("run a model library or a context binary over an input list", cmd_net_run, (
-        O["backend"].but(help="backend to run on: a configs/backends/ name (default cpu)"), "model",
-        "retrieve_context", O["precision"].but(help="refuse a model library converted at another precision"),
+        O["backend"].but(help="backend to run on: a configs/backends/ name (default cpu)"),
+        O["model"].but(help="the model library (libmodel.so); for the htp a model.qdq.onnx (with --soc)"),
+        O["retrieve_context"].but(help="run from this context binary instead of --model (the htp's: "
+                                       "model.htp.onnx)"),
+        O["target"].but(flags=("--target", "--soc"), help="the htp: the SoC (a configs/socs/ name); a context for "
+                        "another SoC is refused"),
+        O["precision"].but(help="refuse a model library converted at another precision"),
         Option("input_list", "qnn-net-run input list: one line per inference of name:=path.raw"),
         O["output_dir"].but(flags=("--output-dir",), help="where Result_N/<output>.raw go"),
         Option("num_inferences", "run this many inferences (default: one per line)", type=count),
@@ -282,7 +304,10 @@ STEPS = {
         "threads", Option("name", "model name, for test.json and messages"),
         O["precision"].but(help="precision of the build, for test.json and messages; a --model converted at "
                                 "another precision is refused"),
-        O["target"].but(help="target of the build, for test.json and messages"),
+        O["target"].but(flags=("--target", "--soc"), help="where the build runs, for test.json and messages; the "
+                        "htp loads its context only for this SoC"),
+        Option("agree_with", "an npu context binary: record in test.json how its outputs agree with the build's "
+               "(SQNR, LSB)", metavar="NPU_CTX"),
         O["output"].but(help="test.json to write (also when a threshold is missed)"))),
     "release": Step("pack the zoo's libraries, model.json, test.json, runtime and MANIFEST.json into a "
                     "reproducible .tar.gz", cmd_release, (

@@ -5,14 +5,16 @@ never branch on a backend's name. Adding one: docs/backends.md.
     contract   Backend, Session, Placement: the questions every backend answers
     native     what cpu and npu share: our C/C++ runtime (qnn_build/runtime)
     cpu, npu   the two backends of our runtime
+    htp        Qualcomm's QNN HTP through onnxruntime-qnn (qnn_build/htp, docs/htp.md)
 """
 
 from ..errors import QnnBuildError
 from .contract import CONTEXT_INPUTS, Backend, Placement, Session
 from .cpu import Cpu
+from .htp import Htp
 from .npu import Npu
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (Cpu(), Npu())}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (Cpu(), Npu(), Htp())}
 
 
 def get_backend(name: str) -> Backend:

@@ -71,6 +71,7 @@ class Session(Protocol):
 
 class Backend(ABC):
     name: str = ""
+    context_name: str = "model.ctx"   # the file name the build gives its context (the first of context_files)
 
     # ---- what it supports ----------------------------------------------------------------------
 
@@ -93,8 +94,9 @@ class Backend(ABC):
     # ---- finalize ------------------------------------------------------------------------------
 
     def context_input(self, precision: str) -> str:
-        """Which artifact (a CONTEXT_INPUTS key) the context step reads for `precision`."""
-        return "model-lib"
+        """Which artifact (a CONTEXT_INPUTS key) the context step reads for `precision`: its yaml's
+        `context_input` (default the model library), which the spec layer reads too (convert --qdq)."""
+        return package_configs().backends[self.name].get("context_input", "model-lib")
 
     @abstractmethod
     def context_files(self, output) -> list[Path]:
@@ -113,6 +115,7 @@ class Backend(ABC):
 
     @abstractmethod
     def load(self, model=None, *, context=None, threads: int = 1, runtime: str | None = None,
-             precision: str | None = None) -> Session:
+             precision: str | None = None, placement: Placement | None = None) -> Session:
         """A Session from the model (the context_input artifact) or from a context (the first of
-        context_files). precision: refuse a model converted at another one."""
+        context_files). precision: refuse a model converted at another one. placement: where it runs
+        (None: the backend's own; a context made for another place is refused)."""

@@ -29,7 +29,7 @@ class NativeBackend(Backend):
         return {**info, "summary": summary}
 
     def load(self, model=None, *, context=None, threads: int = 1, runtime: str | None = None,
-             precision: str | None = None) -> Model:
+             precision: str | None = None, placement: Placement | None = None) -> Model:
         if (model is None) == (context is None):
             raise QnnBuildError("load a model library or a context binary (one of them)")
         return Model(model, backend=self.name, threads=threads, runtime=runtime, context=context,

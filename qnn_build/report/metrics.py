@@ -59,6 +59,18 @@ def compare(a: np.ndarray, b: np.ndarray, labels: np.ndarray | None = None) -> d
     return metrics
 
 
+def agreement(other: np.ndarray, built: np.ndarray, encoding=None) -> dict:
+    """How close another backend's outputs (`other`, float) are to the build's (`built`, float), the
+    same samples: `sqnr_db` of other against built, and with the build's output `encoding` (an
+    integer output: quant.encoding.Encoding) `max_lsb`, the largest difference of their codes (2)."""
+    out = {"sqnr_db": sqnr_db(other, built)}
+    if encoding is not None:
+        from ..quant.encoding import quantize
+        out["max_lsb"] = int(np.abs(quantize(np.asarray(other, np.float32), encoding)
+                                    - quantize(np.asarray(built, np.float32), encoding)).max())
+    return out
+
+
 def sqnr_db(a: np.ndarray, b: np.ndarray) -> float:
     signal = float(np.sum(np.square(b)))
     noise = float(np.sum(np.square(a - b)))

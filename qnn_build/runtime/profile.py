@@ -54,7 +54,9 @@ class Recorder:
                    "execute_us": [round(v, 1) for v in self.execute_us], "execute_stats": stats(self.execute_us),
                    "backend": model.backend, "num_inferences": len(self.execute_us),
                    "format_version": FORMAT_VERSION, "profiling_level": self.level or "off"}
-        if self.level == "detailed":
+        if self.level == "detailed" and hasattr(model, "profile_nodes"):  # a backend with its own events (htp)
+            profile["nodes"] = model.profile_nodes()
+        elif self.level == "detailed":
             nodes = []
             for i, info in enumerate(model.nodes()):
                 times = [run[i] for run in self.node_us]

@@ -8,6 +8,7 @@ configs/
                         its `backend@where` names point (`placements`: a folder of configs/; default
                         targets/, the machines)
   targets/<name>.yaml   one per target machine: triple, compiler, flags, library file name
+  socs/<name>.yaml      one per Snapdragon SoC, the htp backend's places: chip, QNN SoC id, HTP arch
 Each file is checked against a $defs entry of configs.schema.json (a placement folder's files against
 the entry PLACEMENT_SCHEMAS names).
 """
@@ -107,7 +108,7 @@ def find_configs_dir(start) -> Path:
 
 
 # A folder of places a backend yaml may name (`placements`) -> the configs.schema.json entry of its files.
-PLACEMENT_SCHEMAS = {"targets": "target"}
+PLACEMENT_SCHEMAS = {"targets": "target", "socs": "soc"}
 
 
 @lru_cache(maxsize=None)
