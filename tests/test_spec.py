@@ -152,6 +152,21 @@ def test_a_precision_the_npu_cannot_run_is_left_out_of_its_matrix(project):
     assert ("fp32", "cpu") in resolved.test and ("fp32", "npu") not in resolved.test
 
 
+def test_an_htp_slot_names_a_soc_and_its_tests_cap_their_samples(project):
+    edit(project, "targets: cpu", "targets: [cpu, htp@x-elite, htp@8-elite]")
+    edit(project, "samples: 200", "samples: 200\n  htp_samples: 20")
+    edit(project, "test:", "skip: {htp@8-elite: {int8: not on this phone}}\ntest:")
+    spec = load()
+    assert spec.targets == [("cpu", "x86_64-linux"), ("htp", "x-elite"), ("htp", "8-elite")]
+    resolved = resolve(spec, project)
+    assert resolved.slots["htp@x-elite"] == {"backend": "htp", "target": "x-elite", "available": True}
+    assert list(resolved.model_lib) == ["x86_64-linux"]  # contexts for SoCs are prepared on the host
+    assert all(config["qdq"] for config in resolved.convert.values())  # model.qdq.onnx: what the htp reads
+    assert resolved.test[("w8a8", "htp@x-elite")]["samples"] == 20 and resolved.test[("w8a8", "cpu")]["samples"] == 200
+    assert ("fp32", "htp@x-elite") not in resolved.test  # the HTP has no fp32
+    assert ("w8a8", "htp@8-elite") not in resolved.test and spec.skip_reason("w8a8", "htp@8-elite") == "not on this phone"
+
+
 # -- bad specs: exact file:line: key: message ---------------------------------------------------
 
 BAD = [
@@ -193,6 +208,11 @@ BAD = [
     ("unknown target", "targets: cpu", "targets: cpu@arm64",
      "models/digits_cnn.yaml:9: targets: unknown target 'arm64' (known: aarch64-linux, "
      "aarch64-windows, x86_64-linux, x86_64-windows; see configs/targets/)"),
+    ("unknown soc", "targets: cpu", "targets: [cpu, htp@x-elit]",
+     "models/digits_cnn.yaml:9: targets[1]: unknown place for htp 'x-elit'; did you mean 'x-elite'? "
+     "(known: 8-elite, 8-gen1, 8-gen2, 8-gen3, x-elite, x2-elite; see configs/socs/)"),
+    ("skip of a target not listed", "test:", "skip: {npu: {fp16: why}}\ntest:",
+     "models/digits_cnn.yaml:13: skip.npu: 'npu' is not a backend or slot of targets (they are: cpu)"),
     ("block_size without 4-bit", "int4]", "w8a16]",
      "models/digits_cnn.yaml:12: quantization.block_size: only applies to 4-bit weights (w4a8, w4a16), "
      "and precisions has none; remove it or set it to null"),

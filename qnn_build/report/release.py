@@ -10,7 +10,10 @@ Layout inside the archive (top folder `<zoo>-<version>/`):
     models/<model>/<precision>/<target>/lib<model>.so   the model library (name from the target config)
     models/<model>/<precision>/<target>/model.json
     models/<model>/<precision>/<target>/model-<backend>.ctx   the context binary for a backend
-    models/<model>/<precision>/<target>/test-<backend>.json
+    models/<model>/<precision>/<target>/<slot>/...             a context of several files, all of them
+                                                    (the htp's: model.htp.{onnx,bin,json}, docs/htp.md)
+    models/<model>/<precision>/<target>/test-<slot>.json
+    models/<model>/<precision>/<target>/model.qdq.onnx         the QDQ ONNX export, when built
 
 Reproducible: entries sorted, every mtime 0, uid/gid 0, no user or group names, modes 0644 (0755 for
 libraries and folders), the gzip header has mtime 0 and no file name. The release config holds only
@@ -55,12 +58,19 @@ def release(config: dict, output) -> dict:
                 files[f"{folder}/test-{backend}.json"] = data
                 tests[backend] = test_summary(result)
             contexts = {}
-            for backend, path in sorted(build.get("contexts", {}).items()):
-                contexts[backend] = f"{folder}/model-{backend}.ctx"
-                files[contexts[backend]] = _read(path)
-            builds[f"{build['precision']}/{build['target']}"] = {
-                "library": f"{folder}/{build['shared_lib']}", "model_json": f"{folder}/model.json", "tests": tests,
-                "contexts": contexts}
+            for slot, path in sorted(build.get("contexts", {}).items()):
+                if isinstance(path, list):  # every file of the context, beside each other as made
+                    contexts[slot] = [f"{folder}/{slot}/{PurePosixPath(p).name}" for p in path]
+                    files.update({name: _read(p) for name, p in zip(contexts[slot], path)})
+                else:
+                    contexts[slot] = f"{folder}/model-{slot}.ctx"
+                    files[contexts[slot]] = _read(path)
+            entry = {"library": f"{folder}/{build['shared_lib']}", "model_json": f"{folder}/model.json",
+                     "tests": tests, "contexts": contexts}
+            if build.get("qdq"):
+                entry["qdq"] = f"{folder}/model.qdq.onnx"
+                files[entry["qdq"]] = _read(build["qdq"])
+            builds[f"{build['precision']}/{build['target']}"] = entry
         models[model["name"]] = {
             "spec": {"path": model["spec"], "sha256": sha256(_read(model["spec"]))},
             "source": {"path": model["source"], "sha256": sha256(_read(model["source"]))},

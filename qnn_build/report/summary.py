@@ -1,11 +1,13 @@
 """The table printed at the end of a build: one row per (model, precision, slot) of the zoo.
 
-    model       precision  target  size       status   sqnr_db  rel_err  top1  accuracy
-    digits_cnn  fp32       cpu     165.7 KiB  passed   132.2    3.6e-07  1     98.25%
-    digits_cnn  w8a8       cpu     -          skipped  precision not available yet
+    model       precision  target        size       status   sqnr_db  rel_err  top1  accuracy  vs_npu
+    digits_cnn  fp32       cpu           165.7 KiB  passed   132.2    3.6e-07  1     98.25%    -
+    digits_cnn  w8a8       htp@x-elite   92.0 KiB   passed   39.5     0.015    1     96.67%    42.1 dB 1 LSB
+    digits_cnn  w8a8       cpu           -          skipped  precision not available yet
 
 sqnr_db, rel_err, top1 (agreement with the float reference) and accuracy (against the labels) are
-the worst over the model's outputs.
+the worst over the model's outputs; vs_npu (the htp's tests) the npu's agreement with the build on
+the same samples: the lowest SQNR of npu against it and the largest difference in output codes.
 
 `rows` are plain dicts, so the SCons tool decides what each row's status is and this module only
 reads test.json files and lays the table out.
@@ -14,7 +16,7 @@ reads test.json files and lays the table out.
 import json
 from pathlib import Path
 
-COLUMNS = ("model", "precision", "target", "size", "status", "sqnr_db", "rel_err", "top1", "accuracy")
+COLUMNS = ("model", "precision", "target", "size", "status", "sqnr_db", "rel_err", "top1", "accuracy", "vs_npu")
 
 
 def read_test(path) -> dict | None:
@@ -32,13 +34,18 @@ def key_metrics(test: dict) -> dict:
         values = [m[key] for m in outputs if isinstance(m.get(key), (int, float))]
         return pick(values) if values else None
 
+    agree = list(test.get("agreement", {}).get("outputs", {}).values())
+    sqnr = min((m["sqnr_db"] for m in agree if "sqnr_db" in m), default=None)
+    lsb = max((m["max_lsb"] for m in agree if "max_lsb" in m), default=None)
+    vs_npu = None if sqnr is None else f"{sqnr:.1f} dB" + ("" if lsb is None else f" {lsb} LSB")
     return {"sqnr_db": worst("sqnr_db", min), "rel_err": worst("rel_err", max), "top1": worst("top1", min),
-            "accuracy": worst("top1_accuracy", min)}
+            "accuracy": worst("top1_accuracy", min), "vs_npu": vs_npu}
 
 
 def human_size(path) -> str:
+    """The size of a file, or of several together (a context of several files)."""
     try:
-        size = Path(path).stat().st_size
+        size = sum(Path(p).stat().st_size for p in (path if isinstance(path, list) else [path]))
     except OSError:
         return "-"
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -57,7 +64,8 @@ def format_table(rows: list[dict]) -> str:
             line.append(row["note"])
         else:
             line += [_number(row.get("sqnr_db"), ".1f"), _number(row.get("rel_err"), ".2g"),
-                     _number(row.get("top1"), ".4g"), _number(row.get("accuracy"), ".2%")]
+                     _number(row.get("top1"), ".4g"), _number(row.get("accuracy"), ".2%"),
+                     _number(row.get("vs_npu"), "")]
         cells.append(line)
     full = [r for r in cells if len(r) == len(COLUMNS)]
     widths = [max(len(r[i]) for r in (full if i >= 5 else cells)) for i in range(len(COLUMNS))]

@@ -8,7 +8,8 @@ so SCons, ninja and a person at a shell run the same thing.
                    $QNNB_TARGET: that target's runtime library
                    and runner instead)
     QnnConvert     DIR -> DIR/model.cpp, model.bin, model.json    convert.config.json, model.onnx[, calibration,
-                   (+ model.encodings.json unless fp32)          overrides]
+                   (+ model.encodings.json unless fp32,          overrides]
+                   + model.qdq.onnx with $QNNB_QDQ)
     QnnModelLib    libmodel.so (model.dll, ... for $QNNB_TARGET) model.cpp, model.bin[, model_lib config]
     QnnReference   reference.npz                                 reference.config.json, model.onnx, test data
     QnnContext     model.ctx -> model.ctx, model.ctx.json            libmodel.so, libqnnb.so
@@ -27,6 +28,7 @@ import SCons.Builder
 import SCons.Node.FS
 
 from ..backends import get_backend
+from ..spec.configs import package_configs
 from ..toolchain import get_target, openblas, runner_sources, runtime_headers, runtime_sources
 from . import ninja, progress, stamps
 
@@ -48,7 +50,7 @@ COMMANDS = {
                   "reference $QNNB_MODEL"),
     "test": ("QNNB_TESTCOM",
              (f"{STEP} test -q --config ${{SOURCES[0]}} --retrieve-context ${{SOURCES[1]}} --reference ${{SOURCES[2]}} "
-              "--runtime ${SOURCES[3]} --backend $QNNB_BACKEND $_QNNB_TEST_META -o $TARGET"),
+              "--runtime ${SOURCES[3]} --backend $QNNB_BACKEND $_QNNB_TEST_META $_QNNB_AGREE -o $TARGET"),
              "test $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
     "release": ("QNNB_RELEASECOM", f"{STEP} release -q --config ${{SOURCES[0]}} -o $TARGET",
                 "release ${TARGET.file}"),
@@ -95,9 +97,12 @@ def _runtime_emitter(target, source, env):
 
 
 def _cross(env):
-    """`--target T` for a step built for a target other than the host; nothing on the host (so host
-    command lines, and their signatures, are what they always were)."""
+    """`--target T` for a step built for a place other than the host: another machine target, or a
+    backend's own place (the htp's SoC); nothing on the host (so host command lines, and their
+    signatures, are what they always were)."""
     name = env.subst("$QNNB_TARGET")
+    if name and name not in package_configs().targets:
+        return ["--target", name]
     return [] if get_target(name).is_host else ["--target", name]
 
 
@@ -114,11 +119,14 @@ def _at_target(env):
 
 def _convert_emitter(target, source, env):
     """model.cpp, model.bin, model.json; and model.encodings.json for any precision but fp32 (the
-    precision comes from $QNNB_PRECISION, which QnnModel sets; unset means fp32)."""
+    precision comes from $QNNB_PRECISION, which QnnModel sets; unset means fp32); model.qdq.onnx
+    when $QNNB_QDQ is set (its convert config says qdq: a backend's context step reads it)."""
     folder = target[0]
     files = [folder.File("model.cpp"), folder.File("model.bin"), folder.File("model.json")]
     if env.subst("$QNNB_PRECISION") not in ("", "fp32"):
         files.append(folder.File("model.encodings.json"))
+    if env.subst("$QNNB_QDQ"):
+        files.append(folder.File("model.qdq.onnx"))
     return _with_stamp("convert")(files, source, env)
 
 
@@ -127,6 +135,12 @@ def _context_emitter(target, source, env):
     model.ctx and its sidecar model.ctx.json (the memory plan)."""
     files = get_backend(env.subst("$QNNB_BACKEND")).context_files(target[0].abspath)
     return _with_stamp("context-binary")([target[0], *(env.File(str(f)) for f in files[1:])], source, env)
+
+
+def _agree_flag(env):
+    """`--agree-with CTX`: the context of the backend this test compares with (configs: agree_with)."""
+    other = env.subst("$QNNB_AGREE")
+    return ["--agree-with", other] if other else []
 
 
 def _test_meta(env):
@@ -164,6 +178,10 @@ DEFAULTS = {
     "QNNB_SLOT": "",
     "QNNB_BACKEND": "cpu",
     "QNNB_TARGET": "",
+    "QNNB_QDQ": "",
+    "QNNB_AGREE": "",
+    "_QNNB_AGREE": "${_qnnb_agree(__env__)}",
+    "_qnnb_agree": _agree_flag,
     "_QNNB_TEST_META": "${_qnnb_test_meta(__env__)}",
     "_qnnb_test_meta": _test_meta,
     "_QNNB_CROSS": "${_qnnb_cross(__env__)}",

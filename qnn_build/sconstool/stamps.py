@@ -8,7 +8,8 @@ one that describes it:
     out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy,
                                        OpenBLAS's environment (OPENBLAS_*: its kernels' rounding; so test)
     out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain/ and qnnb.h, the C++ compiler
-    out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy
+    out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy; for
+                                       the htp also onnx, onnxruntime and onnxruntime-qnn (QNN itself)
                                        (the runtime library is a source of the step)
     out/tool-versions/runtime.json     sha256 of toolchain/, the compiler, what -march=native means here
                                        (the C++ sources themselves are sources of the runtime step)
@@ -37,9 +38,10 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # convert: everything but what it never imports, so a new converter module is covered by default.
 COMMON = ["__init__.py", "__main__.py", "cli.py", "options.py", "errors.py", "atomic.py", "log.py",
           "data/__init__.py", "data/json_file.py"]  # cli.py reads --config files with it
-NOT_CONVERTER = ("sconstool", "report")
-# What loading and running a model on a backend imports (and no converter module: backends/npu.py).
-BACKENDS = ["backends", "runtime", "toolchain", "spec", "data"]
+NOT_CONVERTER = ("sconstool", "report", "htp")
+# What loading and running a model on a backend imports (and no converter module: backends/npu.py);
+# the htp's: qnn_build/htp and the encodings of quant/ it quantizes the graph's inputs with.
+BACKENDS = ["backends", "runtime", "toolchain", "spec", "data", "htp", "quant"]
 SOURCES = {
     "convert": None,
     "model-lib": COMMON + ["toolchain", "spec", "runtime/include/qnnb.h"],
@@ -52,10 +54,10 @@ SOURCES = {
 PACKAGES = {
     "convert": ["onnx", "numpy"],
     "model-lib": ["ziglang"],  # the cross targets' compiler
-    "context-binary": ["numpy"],
+    "context-binary": ["numpy", "onnx", "onnxruntime", "onnxruntime-qnn"],  # the htp's: Qualcomm's QNN
     "runtime": ["scipy-openblas32", "ziglang"],
     "reference": ["onnx", "onnxruntime", "numpy"],
-    "test": ["numpy"],
+    "test": ["numpy", "onnx", "onnxruntime", "onnxruntime-qnn"],
     "release": [],
 }
 COMPILED = ("model-lib", "runtime")

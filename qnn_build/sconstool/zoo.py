@@ -11,6 +11,8 @@ changes), then declare, for each available precision, convert -> model-lib, and 
     out/<model>/<precision>/<target>/{model.dll | libmodel.so}   per other target the spec names
     out/<model>/<precision>/<slot>/{model.ctx, model.ctx.json}   the context binary for the slot's backend
     out/<model>/<precision>/<slot>/{test.config.json, test.json}  run from model.ctx
+    out/<model>/<precision>/model.qdq.onnx                       when a slot's backend reads it (the htp)
+    out/<model>/<precision>/htp@<soc>/{model.htp.onnx, .bin, .json, test.json}  Qualcomm's context, its test
     out/runtime/<host target>/{libqnnb.so, qnn-net-run, runtime.key, include/qnnb.h[, lib<blas>.so]}
     out/runtime/<other target>/{qnnb.dll | libqnnb.so, qnn-net-run[.exe], runtime.key, include/qnnb.h}
     out/release/{release.config.json, <zoo>-<version>.tar.gz}
@@ -145,7 +147,8 @@ class _Model:
             inputs.append(self.env.File(str(self.spec.calibration)))
             if self.spec.quantization.get("overrides"):
                 inputs.append(self.env.File(str(self.spec.quantization["overrides"])))
-        converted = self.env.QnnConvert(folder, inputs, QNNB_MODEL=self.name, QNNB_PRECISION=precision)
+        qdq = "1" if self.resolved.convert[precision].get("qdq") else ""
+        converted = self.env.QnnConvert(folder, inputs, QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_QDQ=qdq)
         cross = {target: self._cross_lib(precision, target, converted)
                  for target in self.resolved.model_lib if target != self.host}
         lib = self.env.QnnModelLib(folder.File("libmodel.so"), [converted[0], converted[1],
@@ -156,8 +159,13 @@ class _Model:
         build = {"precision": precision, "target": self.host, "library": _rel(lib[0], self.root),
                  "model_json": _rel(converted[2], self.root), "tests": {}, "contexts": {},
                  "shared_lib": self.spec.configs.targets[self.host]["shared_lib"].format(name=self.name)}
+        self.converted = converted
+        if qdq:
+            build["qdq"] = _rel(converted[-1], self.root)
+            self.release_inputs.append(converted[-1])
         for slot, where in self.resolved.slots.items():
-            unsupported = self.spec.configs.unsupported_reason(precision, where["backend"])
+            unsupported = self.spec.configs.unsupported_reason(precision, where["backend"]) or \
+                self.spec.skip_reason(precision, slot)
             if unsupported:
                 self._skip(precision, slot, unsupported)
             elif not where["available"]:
@@ -202,6 +210,8 @@ class _Model:
     def _context_source(self, backend, precision, lib):
         """The artifact the backend's context step reads (Backend.context_input)."""
         built = {"model-lib": lib[0], "source-onnx": self.source}
+        if self.resolved.convert[precision].get("qdq"):
+            built["qdq-onnx"] = self.converted[-1]
         wanted = get_backend(backend).context_input(precision)
         if wanted not in built:
             raise QnnBuildError(f"{self.spec.where('targets')}: the {backend} backend's context step reads "
@@ -211,30 +221,50 @@ class _Model:
     def _test(self, precision, slot, where, converted, lib, build) -> None:
         folder = self.dir.Dir(precision).Dir(slot)
         source = self._context_source(where["backend"], precision, lib)
-        ctx = self.env.QnnContext(folder.File("model.ctx"), [source, self.runtime[0]], QNNB_MODEL=self.name,
-                                  QNNB_PRECISION=precision, QNNB_SLOT=slot, QNNB_BACKEND=where["backend"])
+        ctx = self.env.QnnContext(folder.File(self._context_name(where["backend"])), [source, self.runtime[0]],
+                                  QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_SLOT=slot,
+                                  QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"])
         self.libs += ctx[:1]
-        build["contexts"][where["backend"]] = _rel(ctx[0], self.root)
-        self.release_inputs.append(ctx[0])
+        native = source is lib[0]  # our runtime's context: one file (its sidecar stays in out/)
+        build["contexts"][slot if not native else where["backend"]] = \
+            _rel(ctx[0], self.root) if native else [_rel(f, self.root) for f in ctx]
+        self.release_inputs += ctx[:1] if native else ctx
         steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0])),
                  ("context-binary", str(ctx[0]))]
         test = None
         if (precision, slot) in self.resolved.test:
             self.reference = self.reference or _reference(self.env, self.spec, self.dir, self.source,
                                                           self.test_data, self.root)
+            other = self._agreement_context(where["backend"], precision)
             test = self.env.QnnTest(folder.File("test.json"), [folder.File("test.config.json"), ctx[0],
-                                    self.reference[0], self.runtime[0], self.test_data],
+                                    self.reference[0], self.runtime[0], self.test_data, *ctx[1:], *other],
                                     QNNB_MODEL=self.name, QNNB_PRECISION=precision, QNNB_SLOT=slot,
-                                    QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"])
+                                    QNNB_BACKEND=where["backend"], QNNB_TARGET=where["target"],
+                                    QNNB_AGREE=_rel(other[0], self.root) if other else "")
             if _last_result_failed(test[0]):
                 self.env.AlwaysBuild(test)
             self.tests += test
-            build["tests"][where["backend"]] = _rel(test[0], self.root)
+            build["tests"][slot if not native else where["backend"]] = _rel(test[0], self.root)
             self.release_inputs.append(test[0])
             steps += [("reference", str(self.reference[0])), ("test", str(test[0]))]
-        self.rows.append({"model": self.name, "precision": precision, "target": slot, "library": lib[0].abspath,
+        self.rows.append({"model": self.name, "precision": precision, "target": slot,
+                          "library": lib[0].abspath if native else [f.abspath for f in ctx],
                           "test": test[0].abspath if test else None, "steps": steps,
                           "nodes": [self.alias[0], lib[0], ctx[0]] + ([test[0]] if test else [])})
+
+    def _context_name(self, backend) -> str:
+        """The first file the backend's context step writes, as it names it (model.ctx, model.htp.onnx)."""
+        return get_backend(backend).context_name
+
+    def _agreement_context(self, backend, precision) -> list:
+        """The context this backend's tests compare with (its yaml's agree_with: the htp's, the npu's),
+        when the spec builds that backend on the host at this precision."""
+        other = self.spec.configs.backends[backend].get("agree_with")
+        where = self.resolved.slots.get(other) if other else None
+        if where is None or not where["available"] or self.spec.configs.unsupported_reason(precision, other) \
+                or self.spec.skip_reason(precision, other):
+            return []
+        return [self.dir.Dir(precision).Dir(other).File(self._context_name(other))]
 
     def _skip(self, precision, slot, why, built=()) -> None:
         """A slot (or, without one, a whole precision) not tested here; `built`: what it still builds."""

@@ -47,9 +47,28 @@ class _SpecChecker:
             calibration=self._calibration(precisions, inputs),
             quantization=self._quantization([p for p, _ in precisions]),
             test=self._test([p for p, _ in precisions], inputs),
+            skip=self._skip([t for t, _ in targets]),
             configs=self.configs,
             yaml=self.yaml,
         )
+
+    def _skip(self, targets) -> dict[str, dict[str, str]]:
+        """skip: {backend or slot: {precision: why}}, precisions canonical; keys must name a listed target."""
+        given = self.data.get("skip") or {}
+        slots = {name for backend, where in targets for name in (backend, self._slot(backend, where))}
+        out = {}
+        for key, entries in given.items():
+            if key not in slots:
+                raise self.yaml.error(("skip", key), f"'{key}' is not a backend or slot of targets "
+                                                     f"(they are: {', '.join(sorted(slots))})")
+            try:
+                out[key] = {self.configs.canonical_precision(p): why for p, why in entries.items()}
+            except UnknownName as e:
+                raise self.yaml.error(("skip", key), str(e)) from None
+        return out
+
+    def _slot(self, backend: str, where: str) -> str:
+        return backend if where == self.configs.host_target else f"{backend}@{where}"
 
     def _name(self) -> str:
         if "name" in self.data:
@@ -143,22 +162,26 @@ class _SpecChecker:
         if test.get("labels") is not None:
             check_npz_has(self.yaml, ("test", "labels"), data, [test["labels"]], "labels")
         per_precision = self._precision_thresholds(test.get("precision_thresholds") or {})
-        thresholds = {}
+        on_htp = self._precision_thresholds(test.get("htp_thresholds") or {}, "htp_thresholds")
+        thresholds, htp_thresholds = {}, {}
         for precision in precisions:
             layers = [self.configs.precisions[precision]["thresholds"], test.get("thresholds") or {},
                       per_precision.get(precision, {})]
             merged = {k: v for layer in layers for k, v in layer.items()}
             thresholds[precision] = {k: merged[k] for k in THRESHOLD_KEYS if merged.get(k) is not None}
-        samples = test.get("samples")
+            merged.update(on_htp.get(precision, {}))  # the htp's own arithmetic: over the above
+            htp_thresholds[precision] = {k: merged[k] for k in THRESHOLD_KEYS if merged.get(k) is not None}
+        samples, htp_samples = test.get("samples"), test.get("htp_samples")
         return {"data": data, "labels": test.get("labels"), "samples": None if samples is None else int(samples),
-                "thresholds": thresholds}
+                "thresholds": thresholds, "backend_thresholds": {"htp": htp_thresholds} if on_htp else {},
+                "backend_samples": {"htp": int(htp_samples)} if htp_samples is not None else {}}
 
-    def _precision_thresholds(self, given: dict) -> dict:
+    def _precision_thresholds(self, given: dict, key: str = "precision_thresholds") -> dict:
         """Canonical precision -> limits. Entries for precisions not built are kept quiet, so a precision
         can be dropped from the list for a while without deleting its thresholds."""
         result = {}
         for name, limits in given.items():
-            at = ("test", "precision_thresholds", name)
+            at = ("test", key, name)
             try:
                 precision = self.configs.canonical_precision(name)
             except UnknownName as err:

@@ -23,15 +23,25 @@ class Spec:
     test: dict | None                  # {"data", "labels", "samples", "thresholds": {precision: {...}}}
     configs: Configs = field(repr=False, compare=False)
     yaml: YamlSource = field(repr=False, compare=False)
+    skip: dict = field(default_factory=dict)  # backend or slot -> {precision: why not built}
 
     def where(self, *key) -> str:
         """'models/x.yaml:12' for a key path, so later steps can point at the spec line too."""
         return f"{self.yaml.display}:{self.yaml.line_of(key)}"
 
+    def skip_reason(self, precision: str, slot: str) -> str | None:
+        """Why the spec leaves this (precision, slot) out (its `skip:`), or None."""
+        backend = slot.partition("@")[0]
+        for key in (slot, backend):
+            if precision in self.skip.get(key, {}):
+                return self.skip[key][precision]
+        return None
+
     def slot(self, backend: str, target: str) -> str:
         """The name of a (backend, place) pair in file paths: 'cpu' at its default place (the host), else
-        'npu@aarch64-windows'."""
-        return backend if target == self.configs.default_placement(backend) else f"{backend}@{target}"
+        'npu@aarch64-windows'; 'htp@x-elite' even at its default (a SoC, not a machine)."""
+        at_home = target == self.configs.default_placement(backend) and self.configs.machine_of(backend, target)
+        return backend if at_home else f"{backend}@{target}"  # a place that is no machine is always named
 
 
 @dataclass

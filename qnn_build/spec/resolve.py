@@ -34,13 +34,13 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
     if spec.test is not None:
         for precision in spec.precisions:
             for slot, where in slots.items():
-                if configs.unsupported_reason(precision, where["backend"]):
+                if configs.unsupported_reason(precision, where["backend"]) or spec.skip_reason(precision, slot):
                     continue  # e.g. fp32 on the npu: the build notes it and moves on
                 test[(precision, slot)] = _sorted({
                     "data": _relative(spec.test["data"], root),
                     "labels": spec.test["labels"],
-                    "samples": spec.test["samples"],
-                    "thresholds": spec.test["thresholds"][precision],
+                    "samples": _samples(spec, where["backend"]),
+                    "thresholds": _thresholds(spec, where["backend"])[precision],
                 })
     return ResolvedSpec(
         name=spec.name,
@@ -55,6 +55,21 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
     )
 
 
+def _thresholds(spec: Spec, backend: str) -> dict:
+    """precision -> limits on a backend: test.<backend>_thresholds (htp_thresholds) over the rest."""
+    return spec.test["backend_thresholds"].get(backend, spec.test["thresholds"])
+
+
+def _samples(spec: Spec, backend: str) -> int | None:
+    """The test's sample cap on a backend: the spec's, and on a slow one (test_samples in its
+    config; test.<backend>_samples in the spec) at most that."""
+    default = spec.configs.backends[backend].get("test_samples")
+    if default is None:
+        return spec.test["samples"]
+    cap = spec.test["backend_samples"].get(backend) or default
+    return cap if spec.test["samples"] is None else min(cap, spec.test["samples"])
+
+
 def _convert_config(spec: Spec, precision: str, root: Path) -> dict:
     config = {
         "source": _relative(spec.source, root),
@@ -63,6 +78,8 @@ def _convert_config(spec: Spec, precision: str, root: Path) -> dict:
         "out_nodes": spec.outputs,
         "precision": precision,
     }
+    if any(spec.configs.backends[backend].get("context_input") == "qdq-onnx" for backend, _ in spec.targets):
+        config["qdq"] = True  # model.qdq.onnx, which a context step reads (the htp's)
     if parse_precision(precision).is_quantized:  # float configs stay free of calibration, so its edits skip them
         config["calibration"] = _relative(spec.calibration, root)
         config.update(_quantization_options(spec, precision, root))
