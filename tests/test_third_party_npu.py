@@ -39,6 +39,16 @@ def data(name, dims, count, seed):
     return {"x": np.stack([text_page(tuple(dims["x"]), seed + i) for i in range(count)])}
 
 
+def reference_run(path, name, dims, values):
+    """(the SAMPLES test feeds, onnxruntime's float outputs for each, the output names)."""
+    stacked = data(name, dims, SAMPLES, seed=100)
+    feeds = [{k: v[i] for k, v in stacked.items()} for i in range(SAMPLES)]
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    pinned = {k: np.array(v, np.int64) for k, v in values.items()}
+    names = [o.name for o in session.get_outputs()]
+    return feeds, [dict(zip(names, session.run(None, {**f, **pinned}))) for f in feeds], names
+
+
 def sqnr_db(ref, out) -> float:
     ref = np.concatenate([r.ravel() for r in ref]).astype(np.float64)
     err = ref - np.concatenate([o.ravel() for o in out])
@@ -51,12 +61,7 @@ def test_npu_sqnr_equals_the_cpu_simulation(tmp_path, name, requirement, member,
     np.savez(tmp_path / "calibration.npz", **data(name, dims, 8, seed=10))
     convert(path, tmp_path / "w8a8", dims, values, precision="w8a8", calibration=tmp_path / "calibration.npz")
     lib = build_model_lib(tmp_path / "w8a8/model.cpp", tmp_path / "w8a8/model.bin", tmp_path / "libw8a8.so")
-    stacked = data(name, dims, SAMPLES, seed=100)
-    feeds = [{k: v[i] for k, v in stacked.items()} for i in range(SAMPLES)]
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    pinned = {k: np.array(v, np.int64) for k, v in values.items()}
-    names = [o.name for o in session.get_outputs()]
-    ref = [dict(zip(names, session.run(None, {**f, **pinned}))) for f in feeds]
+    feeds, ref, names = reference_run(path, name, dims, values)
     with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
         on_cpu = [cpu.run(f) for f in feeds]
         on_npu = [npu.run(f) for f in feeds]
