@@ -1,6 +1,9 @@
 """The htp in the zoo build: `htp@<soc>` targets make one QNN context binary per (model, precision,
 SoC) from model.qdq.onnx, tested in HTP emulation beside the npu, incremental like every step,
-reproducible at any path, and packed into the release with their sidecars."""
+reproducible at any path, and packed into the release with their sidecars.
+
+One test, so that the build it checks runs once (under xdist, tests sharing a module fixture on two
+workers would build it twice: minutes of HTP preparation and emulation)."""
 
 import json
 import tarfile
@@ -32,14 +35,15 @@ def project(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = project(tmp_path_factory.mktemp("htp") / "zoo")
-    return root, build(root, "-j2", "release")
+def test_two_socs_are_built_tested_released_and_reproducible(tmp_path):
+    root = project(tmp_path / "zoo")
+    result = build(root, "-j2", "release")
+    every_soc_gets_a_tested_context_and_a_second_build_does_nothing(root, result)
+    the_release_carries_contexts_sidecars_and_the_qnn_version(root)
+    two_clean_builds_at_other_paths_give_the_same_bytes(root, tmp_path)
 
 
-def test_every_soc_gets_a_tested_context_and_a_second_build_does_nothing(built):
-    root, result = built
+def every_soc_gets_a_tested_context_and_a_second_build_does_nothing(root, result):
     ran = steps(result)
     for precision in ("fp16", "w8a8"):
         for soc, chip in (("x-elite", "SC8380XP"), ("8-elite", "SM8750")):
@@ -58,8 +62,7 @@ def test_every_soc_gets_a_tested_context_and_a_second_build_does_nothing(built):
     assert artifacts(root) == before
 
 
-def test_the_release_carries_contexts_sidecars_and_the_qnn_version(built):
-    root, _ = built
+def the_release_carries_contexts_sidecars_and_the_qnn_version(root):
     archive = next((root / "out" / "release").glob("*.tar.gz"))
     with tarfile.open(archive) as tar:
         names = tar.getnames()
@@ -74,8 +77,7 @@ def test_the_release_carries_contexts_sidecars_and_the_qnn_version(built):
     assert sidecar["qnn_version"] == "2.51.0" and sidecar["chip"] == "SC8380XP" and sidecar["htp_arch"] == 73
 
 
-def test_two_clean_builds_at_other_paths_give_the_same_bytes(built, tmp_path):
-    root, _ = built
+def two_clean_builds_at_other_paths_give_the_same_bytes(root, tmp_path):
     other = project(tmp_path / "somewhere" / "else")
     build(other, "-j2", "release")
 
