@@ -24,7 +24,7 @@ class Htp(Backend):
         return Placement(self.name, soc["name"], runs_here=True, machine=None)  # HTP emulation runs here
 
     def context_files(self, output) -> list[Path]:
-        from ..htp.generate import artifact_paths
+        from ..htp.sidecar import artifact_paths
         paths = artifact_paths(output)
         return [paths["wrapper"], paths["binary"], paths["sidecar"]]
 

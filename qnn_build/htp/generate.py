@@ -27,17 +27,8 @@ from pathlib import Path
 
 from ..atomic import remove_quietly, write_bytes
 from .ep import HtpError, require, session_options
+from .sidecar import artifact_paths
 from .socs import get_soc
-
-EXTENSIONS = {"binary": ".bin", "sidecar": ".json"}
-
-
-def artifact_paths(wrapper) -> dict[str, Path]:
-    """model.htp.onnx -> {"wrapper", "binary": model.htp.bin, "sidecar": model.htp.json}."""
-    wrapper = Path(wrapper)
-    stem = wrapper.name[:-len(".onnx")] if wrapper.name.endswith(".onnx") else wrapper.name
-    return {"wrapper": wrapper, **{k: wrapper.with_name(stem + ext) for k, ext in EXTENSIONS.items()}}
-
 
 def generate_context(qdq_path, output, soc_name: str, precision: str | None = None) -> dict:
     """Write the wrapper `output` (model.htp.onnx), its .bin and .json; returns the sidecar.

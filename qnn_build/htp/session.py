@@ -19,8 +19,7 @@ import numpy as np
 from ..quant.encoding import Encoding, dequantize, quantize
 from ..runtime.binding import IOInfo
 from .ep import HtpError, require, session_options
-from .generate import artifact_paths
-from .sidecar import load_checked, precision_of
+from .sidecar import artifact_paths, load_checked, precision_of
 from .socs import get_soc
 
 

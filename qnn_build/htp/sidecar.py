@@ -21,8 +21,16 @@ from pathlib import Path
 from .ep import HtpError, versions
 
 FORMAT_VERSION = 1
+EXTENSIONS = {"binary": ".bin", "sidecar": ".json"}
 _BUILD_ID = re.compile(rb"v(\d+\.\d+\.\d+)\.\d{6,}")
 _PREPARED_FOR = re.compile(rb"soc_type=([A-Z0-9]+);arch=(\d+)")
+
+
+def artifact_paths(wrapper) -> dict[str, Path]:
+    """model.htp.onnx -> {"wrapper", "binary": model.htp.bin, "sidecar": model.htp.json}."""
+    wrapper = Path(wrapper)
+    stem = wrapper.name[:-len(".onnx")] if wrapper.name.endswith(".onnx") else wrapper.name
+    return {"wrapper": wrapper, **{k: wrapper.with_name(stem + ext) for k, ext in EXTENSIONS.items()}}
 
 
 def sha256(data: bytes) -> str:
@@ -92,7 +100,6 @@ def describe(wrapper, binary: bytes, wrapper_bytes: bytes, soc_name: str, soc: d
 
 def load_checked(wrapper_path, soc: str | None = None, precision: str | None = None) -> tuple[dict, bytes, bytes]:
     """(sidecar, wrapper bytes, binary bytes) of a context, after every check in the module docstring."""
-    from .generate import artifact_paths
     paths = artifact_paths(wrapper_path)
     where = paths["wrapper"]
     for key in ("wrapper", "sidecar"):
