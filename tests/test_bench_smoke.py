@@ -21,6 +21,7 @@ SMOKE = {
     "bench_npu.py": ([], "geomean"),
     "bench_quant.py": ([], "ort w8a8 MinMax"),
     "node_overhead.py": ([], "per node"),
+    "npu_vs_htp.py": ([], "| Conv |"),
     "ocr_synthetic.py": (["{tmp}"], "wrote"),
     "profile_cpu.py": ([], "onnxruntime:"),
     "vad_tones.py": (["{tmp}"], ""),
