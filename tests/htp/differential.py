@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from qnn_build.codegen.qdq import export_qdq
 from qnn_build.convert import build_graph, write_artifacts
@@ -39,6 +39,7 @@ from qnn_build.quant.encoding import activation_encoding, dequantize
 from qnn_build.quant.precision import PRECISIONS
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
+from tests.npu.harness import make_model
 
 SOC = "x-elite"
 INDEX_OPS = {"ArgMax", "ArgMin"}  # int64 outputs: compared as they are
@@ -121,10 +122,9 @@ class Outcome:
 TIE_TOLERANCE = 2.0 ** -21
 
 
-def graph_of(cases: list[Case], path: Path) -> Path:
-    """One ONNX model of the cases side by side, each tensor named '<case>__<name>'."""
+def graph_of(cases: list[Case], work: Path) -> Path:
+    """work/model.onnx: the cases side by side, each tensor named '<case>__<name>'."""
     nodes, inputs, outputs, inits = [], [], [], []
-    opset = max(c.opset for c in cases)
     for case in cases:
         rename = _renamer(case)
         for node in case.nodes:
@@ -133,21 +133,12 @@ def graph_of(cases: list[Case], path: Path) -> Path:
             n.input[:] = [rename(x) for x in n.input]
             n.output[:] = [rename(x) for x in n.output]
             nodes.append(n)
-        inputs += [helper.make_tensor_value_info(rename(k), onnx.TensorProto.FLOAT, list(shape))
-                   for k, (shape, _) in case.inputs.items()]
+        inputs += [(rename(k), onnx.TensorProto.FLOAT, list(shape)) for k, (shape, _) in case.inputs.items()]
         int_out = {o for n in case.nodes if n.op_type in INDEX_OPS for o in n.output}
-        outputs += [helper.make_tensor_value_info(
-            rename(k), onnx.TensorProto.INT64 if k in int_out else onnx.TensorProto.FLOAT, None) for k in case.outputs]
-        inits += [numpy_helper.from_array(np.asarray(v), rename(k)) for k, v in case.inits.items()]
-    model = helper.make_model(helper.make_graph(nodes, "cases", inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", opset)])
-    model = onnx.shape_inference.infer_shapes(model)
-    infos = {v.name: v for v in model.graph.value_info}
-    for o in model.graph.output:
-        if o.name in infos:
-            o.CopyFrom(infos[o.name])
-    onnx.save(model, path)
-    return path
+        outputs += [(rename(k), onnx.TensorProto.INT64 if k in int_out else onnx.TensorProto.FLOAT)
+                    for k in case.outputs]
+        inits += [(rename(k), v) for k, v in case.inits.items()]
+    return make_model(work, nodes, inputs, outputs, inits, opset=max(c.opset for c in cases))
 
 
 def _renamer(case: Case):
@@ -279,7 +270,7 @@ def _one_line(error: Exception) -> str:
 
 def _run_group(cases: list[Case], bits: int, work: Path) -> list[Outcome]:
     work.mkdir(parents=True, exist_ok=True)
-    graph, precision = quantized_graph(cases, bits, graph_of(cases, work / "model.onnx"))
+    graph, precision = quantized_graph(cases, bits, graph_of(cases, work))
     feeds = feeds_of(cases, graph)
     qdq = export_qdq(graph, precision)
     try:
