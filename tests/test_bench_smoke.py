@@ -35,7 +35,7 @@ def test_every_bench_script_has_a_smoke_run():
 
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_bench_script_smoke(tmp_path, script):
-    if script == "bench_htp.py":  # Qualcomm's QNN libraries, where their wheel exists (pyproject.toml)
+    if script in ("bench_htp.py", "npu_vs_htp.py"):  # Qualcomm's QNN libraries, where their wheel exists
         pytest.importorskip("onnxruntime_qnn", reason="onnxruntime-qnn is not installed")
     args, text = SMOKE[script]
     args = [a.format(tmp=tmp_path) for a in args] + (["--smoke"] if script != "vad_tones.py" else [])
