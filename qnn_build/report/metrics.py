@@ -62,12 +62,15 @@ def compare(a: np.ndarray, b: np.ndarray, labels: np.ndarray | None = None) -> d
 def agreement(other: np.ndarray, built: np.ndarray, encoding=None) -> dict:
     """How close another backend's outputs (`other`, float) are to the build's (`built`, float), the
     same samples: `sqnr_db` of other against built, and with the build's output `encoding` (an
-    integer output: quant.encoding.Encoding) `max_lsb`, the largest difference of their codes (2)."""
+    integer output: quant.encoding.Encoding) `max_lsb`, the largest difference of their codes (2),
+    and `within_1_lsb`, the share of output values whose codes differ by at most 1 (docs/npu.md
+    "Against Qualcomm's HTP")."""
     out = {"sqnr_db": sqnr_db(other, built)}
     if encoding is not None:
         from ..quant.encoding import quantize
-        out["max_lsb"] = int(np.abs(quantize(np.asarray(other, np.float32), encoding)
-                                    - quantize(np.asarray(built, np.float32), encoding)).max())
+        lsb = np.abs(quantize(np.asarray(other, np.float32), encoding) - quantize(np.asarray(built, np.float32), encoding))
+        out["max_lsb"] = int(lsb.max())
+        out["within_1_lsb"] = float(np.mean(lsb <= 1))
     return out
 
 

@@ -9,7 +9,7 @@ test.json (small, flat, stable keys; no timings, so equal builds give equal byte
      "outputs": {name: {"max_abs", "rel_err", "sqnr_db", "cosine"[, "top1", "top1_accuracy",
                         "reference_top1_accuracy"]}},
      "thresholds": {...}, "passed": bool, "failures": ["output logits: sqnr_db 41.2 is below ..."]
-     [, "agreement": {"backend": "npu", "outputs": {name: {"sqnr_db", "max_lsb"}}}]}
+     [, "agreement": {"backend": "npu", "outputs": {name: {"sqnr_db", "max_lsb", "within_1_lsb"}}}]}
 agreement (the htp's tests): the npu on the same samples, against the build.
 """
 

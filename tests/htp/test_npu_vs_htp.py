@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from qnn_build.backends.npu import BOUNDARY_OPS, integer_ops
+from qnn_build.quant.encoding import activation_encoding, dequantize
+from qnn_build.report.metrics import agreement
 from tests.htp.differential import Case, Outcome, run_table, summarize
 from tests.htp.npu_vs_htp_cases import SUBSET, all_cases, subset
 
@@ -40,6 +42,15 @@ def test_pattern_classes_each_difference():
                 ideal=np.array([10.5, 300.0, 7.2, 5.0]), qmax=255, zp=0)
     assert o.pattern() == {"tie_up": 1, "saturated": 1, "npu_nearer": 1}
     assert o.tie_rule() == {"pos_up": 1}
+
+
+def test_test_json_agreement_counts_values_within_1_lsb():
+    """The test builder's npu-vs-htp agreement (test.json) reports the share this bench measures."""
+    enc = activation_encoding(-1.0, 1.0, 8)
+    built = dequantize(np.array([0, 10, 20, 30]), enc)
+    other = dequantize(np.array([0, 11, 22, 30]), enc)
+    got = agreement(other, built, enc)
+    assert got["max_lsb"] == 2 and got["within_1_lsb"] == 0.75
 
 
 @pytest.mark.needs_qnn
