@@ -155,10 +155,10 @@ HEADER = """# The npu against Qualcomm's HTP
 
 Our `npu` backend against the `htp` backend (QNN HTP, emulated on x86-64, prepared for {soc}) on the
 same graphs at the same encodings, fed the same input codes, compared in output codes (docs/npu.md
-"Against Qualcomm's HTP" says which of the HTP's rules the npu follows and why the others differ). Per op:
-the cases of `tests/htp/npu_vs_htp_cases.py` (shapes, strides, pads, broadcasting, per-channel and
-4-bit weights, saturating ranges, zero points at the ends of the code range, requantizations at
-exactly .5) at 8- and 16-bit activations: cases run, cases bit-exact, the largest difference (LSB of
+"Against Qualcomm's HTP" says which of the HTP's rules the npu follows and why the others differ).
+Per op: the cases of `tests/htp/npu_vs_htp_cases.py` (shapes, strides, pads, broadcasting,
+per-channel and 4-bit weights, saturating ranges, zero points at the ends of the code range,
+requantizations at exactly .5) at 8- and 16-bit activations: cases run, cases bit-exact, the largest difference (LSB of
 the output's encoding), the share of output values within 1 LSB.
 """
 
