@@ -101,11 +101,11 @@ class Outcome:
             out[kind] = out.get(kind, 0) + 1
         return out
 
-
     def ties(self) -> np.ndarray:
-        """Where the exact value lies at .5 (within float32's error of the reference)."""
-        frac = self.ideal - np.floor(self.ideal)
-        return np.abs(frac - 0.5) < TIE_TOLERANCE * np.maximum(np.abs(self.ideal), 256)
+        """Where the exact value lies at .5 (within float32's error of the reference; 0/0 is no tie)."""
+        with np.errstate(invalid="ignore"):
+            frac = self.ideal - np.floor(self.ideal)
+            return np.abs(frac - 0.5) < TIE_TOLERANCE * np.maximum(np.abs(self.ideal), 256)
 
     def tie_rule(self) -> dict:
         """How the htp rounds every exact .5 in range: {pos_up, pos_down, neg_up, neg_down} (the sign of
