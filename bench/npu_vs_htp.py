@@ -31,7 +31,7 @@ from tests.htp.differential import SOC, run_table, summarize  # noqa: E402
 
 PATTERN_WORDS = {"tie_up": "ties rounded up by the htp", "tie_down": "ties rounded down by the htp",
                  "saturated": "saturated", "npu_nearer": "npu nearer the exact value",
-                 "htp_nearer": "htp nearer", "equal_distance": "equally near"}
+                 "htp_nearer": "htp nearer", "equal_distance": "equally near", "undefined": "0/0"}
 
 
 def op_rows(ops: set, smoke: bool) -> tuple[list[str], list[str]]:

@@ -85,12 +85,14 @@ class Outcome:
 
     def pattern(self) -> dict:
         """Counts of the differing values by kind: tie_up / tie_down (the HTP rounded an exact .5 up or
-        down), saturated, npu_nearer / htp_nearer (to the exact value), equal_distance."""
+        down), saturated, npu_nearer / htp_nearer (to the exact value), equal_distance, undefined (0/0)."""
         out = {}
         ties = self.ties()
         for i in np.flatnonzero(self.diff):
             ideal, h, n = self.ideal[i], self.htp[i], self.npu[i]
-            if ideal < -0.5 or ideal > self.qmax + 0.5:
+            if np.isnan(ideal):
+                kind = "undefined"  # 0/0
+            elif ideal < -0.5 or ideal > self.qmax + 0.5:
                 kind = "saturated"
             elif ties[i]:
                 kind = "tie_up" if h > ideal else "tie_down"
