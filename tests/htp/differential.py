@@ -36,7 +36,7 @@ from qnn_build.quant import QuantOptions, Stats, quantize_graph
 from qnn_build.quant.apply import activation_names
 from qnn_build.quant.calibrate import TensorStats
 from qnn_build.quant.encoding import activation_encoding, dequantize
-from qnn_build.quant.precision import PRECISIONS
+from qnn_build.options import PRECISIONS
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 from tests.npu.harness import make_model
