@@ -85,9 +85,8 @@ def cmd_context_binary(args) -> None:
     placement = backend.placement(args.target)
     info = backend.build_context(args.model, args.output, placement=placement, precision=args.precision,
                                  runtime=args.runtime)
-    if args.qnn_saver:  # the htp: also the graph as QNN API calls (libQnnSaver.so)
-        from .htp.generate import record_qnn_api
-        record_qnn_api(args.model, args.qnn_saver, placement.name)
+    if args.qnn_saver:  # also the graph as the backend's API calls (QNN's libQnnSaver.so: the htp's)
+        backend.record_api_calls(args.model, args.qnn_saver, placement=placement)
     _say(args, f"built {args.output} for {backend.name} on {placement.name}: {info['summary']}")
 
 

@@ -46,6 +46,14 @@ def test_placement_resolves_the_default_and_refuses_an_unknown_place(name):
         backend.placement("nowhere")
 
 
+@pytest.mark.parametrize("name", ["cpu", "npu"])
+def test_a_backend_without_api_recording_refuses_qnn_saver(name, tmp_path):
+    backend = get_backend(name)
+    with pytest.raises(QnnBuildError, match=f"the {name} backend records no API calls"):
+        backend.record_api_calls("libmodel.so", tmp_path, placement=backend.placement(None))
+    assert not any(tmp_path.iterdir())
+
+
 def test_our_backends_place_on_machine_targets():
     for name in ("cpu", "npu"):
         here, there = get_backend(name).placement(None), get_backend(name).placement("aarch64-windows")

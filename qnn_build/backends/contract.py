@@ -12,6 +12,7 @@ configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in
                  context_files(output): every file that step writes (the SCons emitter asks);
                  build_context(source, output, ...): finalize and serialize
     load, run    load(model=... | context=...) -> Session; Session.run(feeds) -> outputs
+    (optional)   record_api_calls(source, folder, placement=): context-binary --qnn-saver
     profile      Session.set_profiling(level), nodes(), node_times_us(): what profile.json holds
 
 Adding a backend: docs/backends.md.
@@ -25,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from ..data.model_io import IOInfo, NodeInfo
+from ..errors import QnnBuildError
 from ..spec.configs import package_configs
 
 # The artifacts a context step can read, as the build names them.
@@ -110,6 +112,11 @@ class Backend(ABC):
         precision: refuse a source converted at another one. runtime: our runtime library (cpu, npu).
         Returns a small dict describing what was written, with at least "file_bytes" and "summary"
         (one line for the user)."""
+
+    def record_api_calls(self, source, folder, *, placement: Placement) -> None:
+        """`context-binary --qnn-saver DIR`: the graph of `source` as the calls a backend's own API
+        would make to build it, written into `folder` (QNN's saver: the htp's). Most backends have none."""
+        raise QnnBuildError(f"the {self.name} backend records no API calls (--qnn-saver is a QNN backend's)")
 
     # ---- load, run, profile --------------------------------------------------------------------
 

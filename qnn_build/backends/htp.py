@@ -38,6 +38,10 @@ class Htp(Backend):
                    f"bytes in {info['generate_seconds']:.1f} s{floats}")
         return {**info, "file_bytes": info["binary"]["bytes"], "summary": summary}
 
+    def record_api_calls(self, source, folder, *, placement: Placement) -> None:
+        from ..htp.generate import record_qnn_api
+        record_qnn_api(source, folder, placement.name)
+
     def load(self, model=None, *, context=None, threads: int = 1, runtime: str | None = None,
              precision: str | None = None, placement: Placement | None = None):
         from ..htp.session import HtpModel
