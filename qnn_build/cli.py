@@ -475,12 +475,30 @@ def _stdout_failed(e: OSError) -> str:
     return f"writing the output: {os_error_line(OSError(e.errno, e.strerror, '<stdout>'))}"
 
 
+# Steps that load or build our runtime library, which compiles on first use.
+RUNTIME_STEPS = ("runtime", "context-binary", "net-run", "test", "accuracy-debug", "report")
+
+
+def _announce_first_compile(args) -> None:
+    """On a machine with no runtime library built yet, say so before the imports and the compile that
+    follow (seconds, then minutes): the first command a user runs must not sit silent. Looked up
+    without importing the toolchain (toolchain/build.py's cache_root is the same folder)."""
+    from .log import log
+
+    if args.command not in RUNTIME_STEPS or getattr(args, "runtime", None) or os.environ.get("QNNB_RUNTIME"):
+        return
+    cache = Path(os.environ.get("QNNB_CACHE_DIR") or Path.home() / ".cache" / "qnn-build")
+    if not any((cache / "runtime").glob("*/libqnnb.so")):
+        log.info("first run here: the runtime library compiles before anything runs (1-3 minutes, once)")
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(_qnn_spellings(sys.argv[1:] if argv is None else list(argv)))
     if extra:  # the step's usage, not the top level's
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     setup(getattr(args, "log_level", None), getattr(args, "quiet", False))
+    _announce_first_compile(args)
     error = None
     try:
         _finish(args)

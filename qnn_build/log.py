@@ -44,4 +44,4 @@ def progress(iterable, what: str, total: int | None = None, unit: str = "it"):
     if not shown:
         return iterable
     from tqdm import tqdm
-    return tqdm(iterable, desc=what, total=total, unit=unit, leave=False, file=sys.stderr, dynamic_ncols=True)
+    return tqdm(iterable, desc=what, total=total, unit=unit, leave=False, file=sys.stderr)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..data.npz import save_npz
 from ..errors import QnnBuildError
+from ..log import progress
 
 HIST_BINS = 2048
 
@@ -58,7 +59,7 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     sums: dict[str, np.ndarray] = {}
-    for feeds in stream():
+    for feeds in progress(stream(), "calibration, ranges", total=count, unit="sample"):
         model.run(feeds)
         tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if np.issubdtype(np.asarray(v).dtype, np.floating)},
                    **model.tensors()}
@@ -71,7 +72,7 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
                 m = t.astype(np.float64).reshape(t.shape[0], t.shape[1], -1).mean(axis=(0, 2))
                 sums[name] = sums.get(name, 0) + m
     hists = {name: np.zeros(bins, np.int64) for name in lo}
-    for feeds in stream():
+    for feeds in progress(stream(), "calibration, histograms", total=count, unit="sample"):
         model.run(feeds)
         tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if k in lo}, **model.tensors()}
         for name, t in tensors.items():

@@ -11,6 +11,7 @@ column order.
 import numpy as np
 
 from ..errors import QnnBuildError
+from ..log import progress
 from .encoding import Encoding, _broadcast_params
 
 GPTQ_MAX_COLUMNS = 4096     # a layer whose H would be larger keeps nearest rounding
@@ -105,7 +106,7 @@ def collect_hessians(graph, model, stream) -> dict[str, list[np.ndarray]]:
         return {}
     sums: dict[str, list] = {}
     rows = {name: 0 for name in layers}
-    for feeds in stream():
+    for feeds in progress(stream(), "GPTQ, layer inputs", unit="sample"):
         model.run(feeds)
         tensors = {**feeds, **model.tensors()}
         for name, node in layers.items():

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..log import progress
 from .apply import quantize_graph
 from .encoding import activation_encoding
 from .ranges import choose_range
@@ -113,9 +114,10 @@ def _greedy(scorer, stats) -> SearchResult:
     start = scored = scorer.error(current)
     count = 1
     candidates = {name: candidate_ranges(stats[name], bits) for name, (_, _, bits) in scorer.start.items()}
-    for _ in range(SEARCH_PASSES):
+    for k in range(SEARCH_PASSES):
         moved = False
-        for name, (_, _, bits) in scorer.start.items():
+        for name, (_, _, bits) in progress(scorer.start.items(), f"range search, pass {k + 1}",
+                                           total=len(scorer.start), unit="tensor"):
             now = _encoding_key(*current[name], bits)
             for cand in candidates[name]:
                 if _encoding_key(*cand, bits) == now:
