@@ -218,6 +218,18 @@ def cmd_accuracy_debug(args) -> None:
         _say(args, format_report(report) + (f"\n-> {args.output_dir}/index.html, accuracy.json" if args.output_dir else ""))
 
 
+def cmd_report(args) -> None:
+    from .report.zoo_report import build_report
+
+    if args.models is None or not args.output:
+        raise QnnBuildError(f"report needs {'-o' if args.models is not None else '--models'} "
+                            "(the build writes its --config: `scons report`)")
+    config = {"zoo": args.zoo or "zoo", "zoo_version": args.zoo_version or "", "runtime": args.runtime,
+              "models": args.models}
+    result = build_report(config, args.output, samples=args.samples or 8)
+    _say(args, f"report: {len(result['rows'])} builds -> {args.output}")
+
+
 def cmd_ops(args) -> None:
     from .ops import supported_ops
     print("\n".join(supported_ops()))
@@ -338,6 +350,12 @@ STEPS = {
         O["input_values"].but(help="an input convert pinned to a constant, fed to the source model (repeatable)"),
         Option("jump_db", "SQNR a layer must lose to be where the error jumps (default 10)", type=float),
         O["output_dir"].but(help="write accuracy.json and index.html (a plot of SQNR along the graph)"), "json")),
+    "report": Step("the zoo's HTML report: per model, precision and backend SQNR, accuracy, size, init time, "
+                   "latency, plots, profile and accuracy-debug pages (normally `scons report`)", cmd_report, (
+        Option("zoo", "zoo name"), Option("zoo_version", "zoo version"), "runtime",
+        Option("models", "JSON list of models and their builds (normally from --config)", type=json_value),
+        O["samples"].but(help="test samples timed and debugged per build (default 8)"),
+        O["output"].but(help="the index.html to write (its pages go beside it)"))),
 }
 # What every step takes besides its own options.
 COMMON = (Option("config", "JSON file of this step's options (command-line flags win)"),

@@ -19,13 +19,13 @@ def _scale(values, lo=None, hi=None):
     return lambda v: TOP + plot_h * (1 - (min(max(v, lo), hi) - lo) / (hi - lo)), lo, hi
 
 
-def _frame(y, lo, hi, y_label: str, title: str) -> list[str]:
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-             f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" font-family="sans-serif" '
+def _frame(y, lo, hi, y_label: str, title: str, width: int = WIDTH) -> list[str]:
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" '
+             f'viewBox="0 0 {width} {HEIGHT}" role="img" aria-label="{escape(title)}" font-family="sans-serif" '
              f'font-size="11">', f'<title>{escape(title)}</title>']
     for k in range(5):
         v = lo + (hi - lo) * k / 4
-        parts.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>'
+        parts.append(f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>'
                      f'<text x="{LEFT - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')
     parts.append(f'<text x="12" y="{TOP + (HEIGHT - TOP - BOTTOM) / 2:.0f}" text-anchor="middle" '
                  f'transform="rotate(-90 12 {TOP + (HEIGHT - TOP - BOTTOM) / 2:.0f})">{escape(y_label)}</text>')
@@ -56,12 +56,13 @@ def line_chart(labels: list[str], series: dict[str, list], y_label: str, title: 
     return "".join(parts) + "</svg>"
 
 
-def bar_chart(groups: list[str], series: dict[str, list], y_label: str, title: str) -> str:
+def bar_chart(groups: list[str], series: dict[str, list], y_label: str, title: str, width: int = 520) -> str:
     """Grouped bars: one group per label, one bar per series (None: no bar)."""
     values = [v for vs in series.values() for v in vs]
     y, lo, hi = _scale(values)
-    parts = _frame(y, lo, hi, y_label, title)
-    group_w = (WIDTH - LEFT - RIGHT) / max(len(groups), 1)
+    parts = [*_frame(y, lo, hi, y_label, title, width), f'<text x="{width / 2:.0f}" y="12" text-anchor="middle" '
+             f'font-weight="bold">{escape(title)}</text>']
+    group_w = (width - LEFT - RIGHT) / max(len(groups), 1)
     bar_w = group_w * 0.8 / max(len(series), 1)
     for g, label in enumerate(groups):
         x0 = LEFT + g * group_w + group_w * 0.1

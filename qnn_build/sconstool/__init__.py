@@ -69,6 +69,7 @@ def generate(env) -> None:
     env.AddMethod(zoo.qnn_zoo_release, "QnnZooRelease")
     env.AddMethod(shard.shard_targets, "QnnShard")
     env.AddMethod(cluster.use_cluster, "QnnCluster")
+    env.AddMethod(zoo.qnn_zoo_report, "QnnZooReport")
     if not _state["atexit"]:
         _state["atexit"] = True
         atexit.register(progress.print_summary)

@@ -16,6 +16,7 @@ so SCons, ninja and a person at a shell run the same thing.
     QnnTest        test.json                                     test.config.json, model.ctx, reference.npz,
                                                                  libqnnb.so, test data
     QnnRelease     ZOO-VERSION.tar.gz                            release.config.json, everything it packs
+    QnnReport      report/index.html (+ the pages beside it)     report.config.json, every context and test
 
 Every emitter also adds the step's tool-version stamp (stamps.py) as a source. What changes an
 output is in the action's signature: the command line with its options, and the content of every
@@ -54,6 +55,7 @@ COMMANDS = {
              "test $QNNB_MODEL $QNNB_PRECISION $QNNB_SLOT"),
     "release": ("QNNB_RELEASECOM", f"{STEP} release -q --config ${{SOURCES[0]}} -o $TARGET",
                 "release ${TARGET.file}"),
+    "report": ("QNNB_REPORTCOM", f"{STEP} report -q --config ${{SOURCES[0]}} -o $TARGET", "report ${TARGET}"),
 }
 
 
@@ -168,6 +170,8 @@ BUILDERS = {
                                      source_factory=SCons.Node.FS.File),
     "QnnRelease": SCons.Builder.Builder(action=_action("release"), emitter=_with_stamp("release"),
                                         source_factory=SCons.Node.FS.File),
+    "QnnReport": SCons.Builder.Builder(action=_action("report"), emitter=_with_stamp("report"),
+                                       source_factory=SCons.Node.FS.File),
 }
 
 # Construction variables the tool sets when the user has not (env.SetDefault).

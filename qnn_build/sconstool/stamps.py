@@ -50,6 +50,7 @@ SOURCES = {
     "reference": COMMON + ["data", "report/__init__.py", "report/reference.py"],
     "test": COMMON + BACKENDS + ["report/__init__.py", "report/metrics.py", "report/testrun.py"],
     "release": COMMON + ["report/__init__.py", "report/release.py", "report/manifest.py"],
+    "report": COMMON + BACKENDS + ["report"],
 }
 PACKAGES = {
     "convert": ["onnx", "numpy"],
@@ -59,6 +60,7 @@ PACKAGES = {
     "reference": ["onnx", "onnxruntime", "numpy"],
     "test": ["numpy", "onnx", "onnxruntime", "onnxruntime-qnn"],
     "release": [],
+    "report": ["onnx", "onnxruntime", "numpy"],
 }
 COMPILED = ("model-lib", "runtime")
 # Steps whose numbers come from the cpu backend's float GEMM (calibration, test figures): OpenBLAS's

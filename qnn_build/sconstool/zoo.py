@@ -64,6 +64,7 @@ def qnn_zoo(env, specs, configs=None, release=True):
         aliases = [node for spec in loaded for node in _declare(env, spec)]
         if release and loaded:
             qnn_zoo_release(env)
+            qnn_zoo_report(env)
         return aliases
     except QnnBuildError as e:
         stop(e)
@@ -107,6 +108,29 @@ def qnn_zoo_release(env, target=None):
     return node
 
 
+def qnn_zoo_report(env, target=None):
+    """Declare out/report/index.html (`scons report`, not built by default): every tested build's
+    figures, plots and per-build profile and accuracy-debug pages (report/zoo_report.py)."""
+    out = env.Dir("$QNNB_OUTDIR")
+    models = _MODELS.get(out.abspath, {})
+    reported = [m["report"] for _, m in sorted(models.items()) if m["report"]["test_data"]]
+    if not reported:
+        return None
+    first = next(iter(models.values()))
+    root = env.Dir("#").abspath
+    runtime = _runtime(env)
+    config = {"zoo": first["zoo"], "zoo_version": first["version"], "runtime": _rel(runtime[0], root),
+              "models": [{k: v for k, v in m.items() if k != "inputs"} for m in reported]}
+    config_path = Path(out.abspath, "report", "report.config.json")
+    write_text(config_path, canonical_json(config))
+    inputs = [env.File(str(config_path)), runtime[0], *(n for m in reported for n in m["inputs"])]
+    node = env.QnnReport(target or out.Dir("report").File("index.html"), inputs, QNNB_MODEL=first["zoo"])
+    env.AlwaysBuild(node)  # its latencies are measured each time it is asked for
+    env.Alias("report", node)
+    env.Clean(node, out.Dir("report"))
+    return node
+
+
 def _declare(env, spec):
     _check_unique(env, spec)
     model = _Model(env, spec)
@@ -133,6 +157,7 @@ class _Model:
         self.reference = None
         self.skipped, self.rows, self.tests, self.libs, self.builds = [], [], [], [], []
         self.release_inputs = [env.File(str(spec.path)), self.source]
+        self.report_inputs = [self.source] + ([self.test_data] if self.test_data else [])
 
     def precision(self, precision: str) -> None:
         """convert -> model-lib for each target, then per available slot a context binary (finalized
@@ -229,6 +254,7 @@ class _Model:
         build["contexts"][slot if not native else where["backend"]] = \
             _rel(ctx[0], self.root) if native else [_rel(f, self.root) for f in ctx]
         self.release_inputs += ctx[:1] if native else ctx
+        self.report_inputs += [ctx[0], lib[0]]
         steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0])),
                  ("context-binary", str(ctx[0]))]
         test = None
@@ -244,6 +270,7 @@ class _Model:
             if _last_result_failed(test[0]):
                 self.env.AlwaysBuild(test)
             self.tests += test
+            self.report_inputs.append(test[0])
             build["tests"][slot if not native else where["backend"]] = _rel(test[0], self.root)
             self.release_inputs.append(test[0])
             steps += [("reference", str(self.reference[0])), ("test", str(test[0]))]
@@ -290,6 +317,11 @@ class _Model:
             "release": {"name": self.name, "spec": _rel(env.File(str(spec.path)), self.root),
                         "source": _rel(self.source, self.root), "builds": self.builds},
             "release_inputs": self.release_inputs,
+            "report": {"name": self.name, "source": _rel(self.source, self.root),
+                       "test_data": _rel(self.test_data, self.root) if self.test_data else None,
+                       "input_values": {n: e["value"] for n, e in spec.inputs.items() if e["value"] is not None},
+                       "builds": [b for b in self.builds if b["contexts"] and b["target"] == self.host],
+                       "inputs": self.report_inputs},
         }
         return self.alias
 
