@@ -348,7 +348,7 @@ STEPS = {
         O["backend"].but(help="backend to run the build on: cpu (its simulation of the precision) or npu"),
         "runtime", "data", "samples",
         O["input_values"].but(help="an input convert pinned to a constant, fed to the source model (repeatable)"),
-        Option("jump_db", "SQNR a layer must lose to be where the error jumps (default 10)", type=float),
+        Option("jump_db", "SQNR a layer must lose to be where the error jumps (default 15)", type=float),
         O["output_dir"].but(help="write accuracy.json and index.html (a plot of SQNR along the graph)"), "json")),
     "report": Step("the zoo's HTML report: per model, precision and backend SQNR, accuracy, size, init time, "
                    "latency, plots, profile and accuracy-debug pages (normally `scons report`)", cmd_report, (

@@ -5,8 +5,8 @@ npu) runs the same samples keeping every activation; each tensor both hold is co
 samples (report/metrics.py's SQNR, max abs error, cosine), with its encoding's range against the
 range the float model shows there and the fraction of float values the encoding clips.
 
-The jump of a layer is the SQNR it loses: the lowest SQNR among the compared tensors it reads minus
-the SQNR of what it writes. The first layer whose jump reaches `jump_db` is where the error starts;
+The jump of a layer is the SQNR it loses: the lowest SQNR among the compared tensors it reads (through
+tensors the build folded away, back to those they come from) minus the SQNR of what it writes. The first layer whose jump reaches `jump_db` is where the error starts;
 the layers are also ranked by jump, largest first, so a tensor given a bad encoding (say a bad
 quantization override) is named by its own layer even when the error it causes travels on.
 """
@@ -28,7 +28,7 @@ from .metrics import SQNR_CAP_DB, short
 from .reference import _ORT_DTYPES, _constant, _session
 from .svg import line_chart
 
-JUMP_DB = 10.0
+JUMP_DB = 15.0
 
 
 @dataclass
@@ -150,11 +150,25 @@ def accuracy_debug(source, data, model=None, context=None, backend: str = "cpu",
 
 def _report(source, built, backend, count, layers, sums, encodings, jump_db) -> dict:
     metrics = {name: s.metrics() for name, s in sums.items()}
+    produced_from = {out: inputs for _, _, out, inputs in layers}
+
+    def incoming_sqnr(inputs, seen) -> list[float]:
+        """The SQNR of what a layer reads; through tensors the build does not hold (a Conv folded
+        into the BatchNormalization after it), back to the compared tensors they come from."""
+        found = []
+        for name in inputs:
+            if name in metrics:
+                found.append(metrics[name]["sqnr_db"])
+            elif name in produced_from and name not in seen:
+                seen.add(name)
+                found += incoming_sqnr(produced_from[name], seen)
+        return found
+
     rows = []
     for node, op, out, inputs in layers:
         if out not in metrics:
             continue
-        incoming = [metrics[i]["sqnr_db"] for i in inputs if i in metrics]
+        incoming = incoming_sqnr(inputs, set())
         m = metrics[out]
         enc = encodings.get(out)
         limits = _limits(enc)
