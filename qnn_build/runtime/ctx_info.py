@@ -4,6 +4,7 @@ encodings, the memory plan and whether the checksum holds. Layout: docs/context-
 the reader's Python side, for display only (the runtime's reader, core/ctx_read.cpp, is the one that
 checks a file before running it)."""
 
+import hashlib
 import json
 import struct
 from pathlib import Path
@@ -131,14 +132,19 @@ def _checksum(data: bytes) -> int | None:
 
 
 def read_info(path) -> dict:
-    """The description of a qnn-build context binary (model.ctx) and its sidecar (model.ctx.json)."""
+    """The description of a qnn-build context binary (model.ctx) and its sidecar (model.ctx.json), or
+    of another backend's context by the sidecar beside it (PATH with the suffix .json)."""
     path = Path(path)
     data = path.read_bytes()
+    if data[:8] != MAGIC:
+        sidecar = path.with_suffix(".json")
+        side = _json_object(sidecar)
+        if side is not None and "backend" in side:
+            return _from_sidecar(path, sidecar, side)
+        raise QnnBuildError(f"{path}: not a context binary (no qnn-build magic, and no sidecar {sidecar.name} "
+                            "beside it describing another backend's)")
     if len(data) < HEADER_BYTES:
         raise QnnBuildError(f"{path}: truncated: {len(data)} bytes, the header alone needs {HEADER_BYTES}")
-    if data[:8] != MAGIC:
-        raise QnnBuildError(f"{path}: not a context binary (no qnn-build magic; an htp context is read with "
-                            "its model.htp.json beside it)")
     version, header_size, checksum, file_size = struct.unpack_from("<IIQQ", data, 8)
     backend, backend_version, target = (data[a:b].split(b"\0")[0].decode("ascii", "replace")
                                         for a, b in ((32, 48), (48, 64), (64, 160)))
@@ -174,6 +180,46 @@ def read_info(path) -> dict:
     return info
 
 
+def _json_object(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _from_sidecar(path: Path, sidecar: Path, side: dict) -> dict:
+    """Another backend's context (the htp's: model.htp.onnx, model.htp.bin, model.htp.json), as its
+    sidecar describes it; each file the sidecar names with a sha256 is checked against it."""
+    states = []
+    for role in ("binary", "wrapper"):
+        entry = side.get(role)
+        if isinstance(entry, dict) and entry.get("file") and entry.get("sha256"):
+            f = sidecar.with_name(entry["file"])
+            ok = f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == entry["sha256"]
+            states.append(f"{role} {entry['file']} {'ok' if ok else 'MISMATCH (corrupted or replaced)'}")
+    target = " ".join(str(side[k]) for k in ("soc", "chip") if side.get(k)) + (
+        f" (arch {side['htp_arch']})" if side.get("htp_arch") else "")
+
+    def io(entries):
+        out = []
+        for t in entries or []:
+            enc = t.get("encoding")
+            if enc:
+                enc = {"bitwidth": enc["bitwidth"], "signed": False, "scale": [enc["scale"]], "offset": [enc["offset"]]}
+            out.append({"name": t["name"], "dtype": t.get("dtype", "?"), "shape": t.get("shape", []), "encoding": enc,
+                        **({"context": t["context"]} if t.get("context") else {})})
+        return out
+    return {"file": str(path), "format": f"{side['backend']} context (described by {sidecar.name})",
+            "format_version": side.get("format_version"), "file_bytes": path.stat().st_size,
+            "backend": side["backend"], "target": target or side.get("target", "?"), "precision": side.get("precision"),
+            **{k: side[k] for k in ("soc", "chip", "htp_arch", "qnn_version", "qnn_build_id", "onnxruntime_qnn")
+               if side.get(k) is not None},
+            "checksum": {"stored": "sha256", "state": "; ".join(states) or "not recorded"},
+            "inputs": io(side.get("inputs")), "outputs": io(side.get("outputs")),
+            "float_nodes": side.get("float_nodes", []), "sidecar": str(sidecar)}
+
+
 def _encoding_text(enc: dict | None) -> str:
     if enc is None:
         return "float"
@@ -195,7 +241,7 @@ def format_info(info: dict) -> str:
     row("target", info["target"])
     if info.get("precision") or "sidecar" in info:
         row("precision", info.get("precision") or "fp32")
-    for key in ("soc", "htp_arch", "qnn_version"):
+    for key in ("qnn_version", "qnn_build_id"):
         if info.get(key) is not None:
             row(key, info[key])
     row("checksum", f"{info['checksum']['stored']} {info['checksum']['state']}")
