@@ -126,8 +126,7 @@ def qnn_zoo_report(env, target=None):
     inputs = [env.File(str(config_path)), runtime[0], *(n for m in reported for n in m["inputs"])]
     node = env.QnnReport(target or out.Dir("report").File("index.html"), inputs, QNNB_MODEL=first["zoo"])
     env.AlwaysBuild(node)  # its latencies are measured each time it is asked for
-    env.Alias("report", node)
-    env.Clean(node, out.Dir("report"))
+    env.Alias("report", node)  # `scons -c` removes out/report with the runtime (_runtime)
     return node
 
 
@@ -355,7 +354,7 @@ def _runtime(env, target=None):
     runtimes[target] = nodes
     if len(runtimes) == 1:
         env.Clean(nodes, [out.Dir("runtime"), out.Dir("tool-versions"), out.File("tool-versions.json"),
-                          out.Dir("release")])
+                          out.Dir("release"), out.Dir("report")])
         # ninja reruns scons (which rewrites configs and stamps) when one of these changes.
         spec_files = [p for p in Path(__file__).parents[1].glob("spec/*") if p.is_file()]  # not __pycache__
         tool_sources = sorted(Path(__file__).parent.glob("*.py")) + sorted(spec_files)
