@@ -70,3 +70,22 @@ def test_describes_an_htp_context_by_its_sidecar(tmp_path):
     assert info["inputs"][0]["encoding"] == {"bitwidth": 8, "signed": False, "scale": [0.5], "offset": [-128]}
     (tmp_path / "model.htp.bin").write_bytes(b"\x02" + binary[1:])
     assert "binary model.htp.bin MISMATCH" in read_info(tmp_path / "model.htp.bin")["checksum"]["state"]
+
+
+def test_describes_a_real_htp_context(ctx, capsys):
+    """A QNN context binary the htp backend generated (onnxruntime-qnn's HTP, x-elite)."""
+    from qnn_build.htp.ep import INSTALL, available
+    if not available():
+        pytest.skip(f"onnxruntime-qnn is not installed: {INSTALL}")
+    d = ctx.parent
+    assert main(["convert", str(d / "m.onnx"), "-o", str(d / "qdq"), "--precision", "w8a8", "--calibration",
+                 str(d / "cal.npz"), "--qdq", "-q"]) == 0
+    wrapper = d / "htp" / "model.htp.onnx"
+    assert main(["context-binary", "--backend", "htp", "--soc", "x-elite", "--model", str(d / "qdq/model.qdq.onnx"),
+                 "-o", str(wrapper), "-q"]) == 0
+    info = read_info(wrapper.with_suffix(".bin"))
+    assert info["backend"] == "htp" and info["soc"] == "x-elite" and info["precision"] == "w8a8"
+    assert info["checksum"]["state"] == "binary model.htp.bin ok; wrapper model.htp.onnx ok"
+    assert [t["name"] for t in info["inputs"]] == ["x"] and info["inputs"][0]["encoding"]["bitwidth"] == 8
+    assert main(["context-info", str(wrapper)]) == 0
+    assert "qnn_version" in capsys.readouterr().out
