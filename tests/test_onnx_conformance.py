@@ -50,11 +50,10 @@ LIGHT_MODELS = ["test_bvlc_alexnet", "test_densenet121", "test_inception_v1", "t
 
 # Expected "unsupported" failures, by reason. Patterns match whole test names (without `_cpu`).
 EXPECTED_UNSUPPORTED: dict[str, list[str]] = {
-    "integer arithmetic (Add, Sub, Mul, Div, Min, Max, Clip, Pow, Where on integer tensors): the runtime's "
-    "elementwise kernels are float32 only": [
-        r"test_(add|sub|mul|div|min|max)_u?int(8|16|32|64)(_trunc)?", r"test_clip_default_int8_(inbounds|max|min)",
+    "integer arithmetic (Add, Sub, Mul, Div, Min, Max, Clip, Pow on 8/16-bit or unsigned integers, Pow with "
+    "integer operands): the runtime's elementwise kernels are float32, int32 and int64": [
+        r"test_(add|sub|mul|div|min|max)_(u?int(8|16)|uint(32|64))", r"test_clip_default_int8_(inbounds|max|min)",
         r"test_pow_types_(float32_u?int(32|64)|u?int(32|64)_(float32|int32|int64))",
-        r"test_nllloss_.*_ii_expanded",
     ],
     "Mod, TopK, CumSum, Celu, OneHot and comparisons in dtypes they have no kernels for (8/16-bit and "
     "unsigned 32/64-bit integers, float16, bfloat16, float64, strings)": [
