@@ -153,12 +153,12 @@ def shipped_models() -> list[Bench]:
 
 
 def real_models(names: str, data_dir: Path, n_calib: int, n_test: int) -> list[Bench]:
-    """The real models of bench/common.py (and ddddocr's recogniser), each with calibration and test
+    """The real models of bench/common.py, each with calibration and test
     inputs of its kind (bench/real_data.py) written to `data_dir`. names: comma-separated, or "all"."""
     from common import REAL_MODELS, fetch_real
-    from real_data import BENCH_DIMS, DDDDOCR_REC, samples
+    from real_data import BENCH_DIMS, samples
 
-    known = {m.name: m for m in REAL_MODELS + [DDDDOCR_REC]}
+    known = {m.name: m for m in REAL_MODELS}
     wanted = list(known) if names == "all" else names.split(",")
     out = []
     for name in wanted:

@@ -13,12 +13,7 @@ Calibration and test sets come from different seeds.
 
 import numpy as np
 
-from common import RealModel
 from ocr_synthetic import MEAN, STD, glyph_line, page
-
-# The recogniser the issue names: CNN + BiLSTM + CTC, grayscale lines 64 rows high.
-DDDDOCR_REC = RealModel("ddddocr_rec", "ddddocr==1.6.1", "ddddocr/common.onnx", {"input1": [1, 1, 64, 160]},
-                        what="text recogniser (CNN + BiLSTM + CTC), 64x160 grayscale")
 
 # Sizes for the accuracy benchmark, where bench/common.py's are the apps' (PP-OCRv4's detector at
 # 640x640 costs minutes per calibration pass here; its weights do not change with the size).
