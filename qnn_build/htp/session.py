@@ -19,6 +19,7 @@ import numpy as np
 from ..quant.encoding import Encoding, dequantize, quantize
 from ..runtime.binding import IOInfo
 from .ep import HtpError, require, session_options
+from .profile import read_profile
 from .sidecar import artifact_paths, load_checked, precision_of
 from .socs import get_soc
 
@@ -154,7 +155,6 @@ class HtpModel:
 
     def profile_nodes(self) -> list[dict]:
         """profile.json's `nodes` from QNN's per-node events (emulated cycles); ends the session."""
-        from .profile import read_profile
         self.close()
         return read_profile(self.profile_csv)["nodes"] if self.profile_csv.is_file() else []
 
