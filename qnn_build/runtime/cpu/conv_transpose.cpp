@@ -1,21 +1,25 @@
 // ConvTranspose: float32, 1D/2D/3D, groups, strides, dilations, explicit pads, optional bias. The
 // rule resolved output_shape/output_padding/auto_pad into pads and the output shape, so the kernel
-// only scatters: for a block of input positions, one sgemm gives every (output channel, kernel
+// only scatters: for a block of input positions, one product gives every (output channel, kernel
 // tap) contribution (W^T x), and col2im adds each into the output position it lands on. Each
-// output channel is accumulated by one thread, in a fixed order.
+// output channel is accumulated by one thread, in a fixed order. W^T is packed once at prepare when
+// the weight is constant (core/packed_gemm.h) and the product reads the input planes where they
+// lie: a per-call sgemm repacked all of W^T for every block (ViT's 384x256x4x4 upconv: 6 MB per
+// block of 64 positions).
 // Spatial dims are handled as 3D (D, H, W), with leading 1s for 1D/2D. Its kernel entry is in
 // conv.cpp's table.
 #include <algorithm>
 #include <vector>
 
-#include "../core/gemm.h"
+#include "../core/packed_gemm.h"
 #include "../core/parallel.h"
 #include "../core/window.h"
 
 namespace qnnb {
 namespace {
 
-constexpr int64_t kColumnBudget = 1 << 18;  // floats of sgemm output per block (1 MB)
+constexpr int64_t kColumnBudget = 1 << 18;  // floats of product output per block (1 MB)
+constexpr int64_t kColumnQuantum = 48;       // a whole number of packed_gemm's column tiles
 
 
 // A run of input columns [a, e) of input row (d, h) in a block, starting at block column `col`.
@@ -28,8 +32,11 @@ struct Segment {
 // a unit-stride run; the phases are interleaved into the output at the end.
 struct TransposeState {
     ConvGeometry g;
-    int64_t block = 0;                // input positions per sgemm block
-    size_t columns_at = 0;            // in the node's scratch: sgemm output [out channel][tap][block position]
+    int64_t block = 0;                // input positions per product block
+    size_t columns_at = 0;            // in the node's scratch: product output [out channel][tap][block position]
+    std::vector<PackedA> weights;     // per group: W^T, [out channel x tap][input channel], packed
+    bool packed_once = false;         // constant weights are packed at prepare
+    std::vector<int64_t> b_rows;      // the product's B rows: input channel c's plane
     std::vector<Segment> segments;    // the current block's input row runs
     std::vector<int64_t> w_lo, w_hi;  // per kernel column kw: input columns landing inside the output
     std::vector<int64_t> w_dst;       // per kw: where input column 0 lands (in its phase row when sw > 1)
@@ -45,6 +52,18 @@ bool read_geometry(const Node& n, ConvGeometry& g, std::string& err) {
         return false;
     }
     return true;
+}
+
+void pack_weights(const ConvGeometry& g, const float* w, std::vector<PackedA>& packed) {
+    const int64_t cg = g.in_ch / g.group, rows = (g.out_ch / g.group) * g.taps();
+    std::vector<float> wt(static_cast<size_t>(rows * cg));
+    packed.resize(static_cast<size_t>(g.group));
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+        const float* wg = w + grp * cg * rows;  // [c][(m, tap)]
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cg; ++c) wt[static_cast<size_t>(r * cg + c)] = wg[c * rows + r];
+        pack_a(wt.data(), rows, cg, cg, packed[static_cast<size_t>(grp)]);
+    }
 }
 
 void block_segments(const ConvGeometry& g, int64_t j0, int64_t j1, std::vector<Segment>& segs) {
@@ -102,7 +121,7 @@ void run_conv_transpose(Node& n, const ExecContext& ctx) {
     TransposeState& s = n.state_as<TransposeState>();
     const ConvGeometry& g = s.g;
     const float* x = n.in[0]->in<float>();
-    const float* w = n.in[1]->in<float>();
+    if (!s.packed_once) pack_weights(g, n.in[1]->in<float>(), s.weights);
     const float* bias = n.input(2) ? n.in[2]->in<float>() : nullptr;
     float* y = n.out[0]->out<float>();
     const int64_t cg = g.in_ch / g.group, mg = g.out_ch / g.group, taps = g.taps();
@@ -113,7 +132,7 @@ void run_conv_transpose(Node& n, const ExecContext& ctx) {
     for (int64_t b = 0; b < g.batch; ++b)
         for (int64_t grp = 0; grp < g.group; ++grp) {
             const float* xg = x + (b * g.in_ch + grp * cg) * in_plane;
-            const float* wg = w + grp * cg * mg * taps;
+            const PackedA& wg = s.weights[static_cast<size_t>(grp)];
             float* yg = y + (b * g.out_ch + grp * mg) * out_plane;
             float* target = phased ? scratch_at<float>(n, s.phased_at) : yg;
             parallel_for(ctx, mg, [&](int64_t m) {
@@ -123,7 +142,7 @@ void run_conv_transpose(Node& n, const ExecContext& ctx) {
             for (int64_t j0 = 0; j0 < in_plane; j0 += s.block) {
                 const int64_t cols = std::min(s.block, in_plane - j0);
                 // columns[(m, tap)][j] = sum over c of W[c][m][tap] * x[c][j]
-                sgemm(true, false, mg * taps, cols, cg, 1.f, wg, mg * taps, xg + j0, in_plane, 0.f, columns, cols);
+                packed_gemm(wg, xg + j0, s.b_rows.data(), cols, Epilogue{}, columns, cols, ctx);
                 block_segments(g, j0, j0 + cols, s.segments);
                 parallel_for(ctx, mg, [&](int64_t m) {
                     col2im_channel(s, columns + m * taps * cols, cols, target + m * target_plane);
@@ -151,9 +170,14 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
         return false;
     }
     const int64_t rows = (g.out_ch / g.group) * g.taps();
-    s.block = std::min(g.in_plane(), std::max<int64_t>(64, kColumnBudget / rows));
+    s.block = std::min(g.in_plane(), std::max<int64_t>(kColumnQuantum, kColumnBudget / rows / kColumnQuantum * kColumnQuantum));
     s.columns_at = take_scratch(n, static_cast<size_t>(rows * s.block) * sizeof(float));
     s.segments.reserve(s.block / g.in[2] + 2);
+    for (int64_t c = 0; c < g.in_ch / g.group; ++c) s.b_rows.push_back(c * g.in_plane());
+    if (n.in[1]->is_const()) {
+        pack_weights(g, n.in[1]->in<float>(), s.weights);
+        s.packed_once = true;
+    }
     const int64_t sw = g.stride[2];
     s.w_lo.resize(g.k[2]);
     s.w_hi.resize(g.k[2]);
