@@ -97,6 +97,12 @@ def test_a_context_is_the_files_named_and_runs_as_its_model(library, tmp_path, n
             session.set_profiling("detailed")
         np.testing.assert_array_equal(from_model.run({"x": x})["y"], from_context.run({"x": x})["y"])
         assert len(from_context.node_times_us()) == len(from_context.nodes()) >= 1
+        for session in (from_model, from_context):
+            assert session.target == host_target().name and session.encoding("y") is None  # floats out
+        runs = [from_context.node_times_us().tolist(), [7.0] * len(from_context.nodes())]
+        nodes = from_context.profile_nodes(runs)
+        assert [n["name"] for n in nodes] == [n.name for n in from_context.nodes()]
+        assert [n["time_us"][1] for n in nodes] == [7.0] * len(nodes) and nodes[0]["stats"]["max"] >= 7.0
 
 
 def test_a_step_refuses_a_library_of_another_precision(library):

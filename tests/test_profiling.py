@@ -12,7 +12,7 @@ import pytest
 from targets_util import model_lib, run_native, zoo_model
 
 from qnn_build.runtime.binding import Model
-from qnn_build.runtime.profile import percentile, stats
+from qnn_build.runtime.stats import percentile, stats
 from qnn_build.toolchain import build_runner
 
 STATS = {"mean", "p50", "p90", "min", "max"}

@@ -11,9 +11,11 @@ configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in
     finalize     context_input(precision): the artifact its context step reads;
                  context_files(output): every file that step writes (the SCons emitter asks);
                  build_context(source, output, ...): finalize and serialize
-    load, run    load(model=... | context=...) -> Session; Session.run(feeds) -> outputs
+    load, run    load(model=... | context=...) -> Session; Session.run(feeds) -> outputs;
+                 Session.target: where it runs (test.json's target); Session.encoding(output)
     (optional)   record_api_calls(source, folder, placement=): context-binary --qnn-saver
-    profile      Session.set_profiling(level), nodes(), node_times_us(): what profile.json holds
+    profile      Session.set_profiling(level), node_times_us() after each run, then
+                 profile_nodes(times): profile.json's nodes
 
 Adding a backend: docs/backends.md.
 """
@@ -21,13 +23,16 @@ Adding a backend: docs/backends.md.
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from ..data.model_io import IOInfo, NodeInfo
 from ..errors import QnnBuildError
 from ..spec.configs import package_configs
+
+if TYPE_CHECKING:  # the converter's package: a step that only runs a model does not load it
+    from ..quant.encoding import Encoding
 
 # The artifacts a context step can read, as the build names them.
 CONTEXT_INPUTS = {
@@ -49,11 +54,17 @@ class Placement:
 class Session(Protocol):
     """A model loaded on a backend, ready to run: the same surface on every backend."""
     backend: str
+    target: str                 # where it runs: the machine target (cpu, npu), the context's SoC (htp)
     inputs: list[IOInfo]
     outputs: list[IOInfo]
     timings: dict[str, float]   # microseconds of the load's stages ("load_us", "finalize_us", ...)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def encoding(self, name: str) -> "Encoding | None":
+        """The integer encoding of output `name` as the backend computes it (run() gives it
+        dequantized), for comparing in codes (LSB); None when it gives no codes (a float output, or a
+        runtime that dequantizes inside)."""
 
     def set_profiling(self, level: str) -> None:
         """'off', 'basic' or 'detailed': at 'detailed' every run() times each node."""
@@ -62,7 +73,13 @@ class Session(Protocol):
         """The schedule a detailed profile times, in execution order."""
 
     def node_times_us(self) -> np.ndarray:
-        """Each node's time in the last run(), microseconds, in nodes() order."""
+        """Each node's time in the last run(), microseconds, in nodes() order (empty for a backend
+        that reports its nodes only in profile_nodes)."""
+
+    def profile_nodes(self, node_us: list[list[float]]) -> list[dict]:
+        """profile.json's `nodes` (docs/formats.md) after the runs of a detailed profile; node_us:
+        node_times_us() of each run. Our runtime: its schedule with each node's times; the htp: QNN's
+        own per-node events (emulated cycles)."""
 
     def close(self) -> None: ...
 

@@ -10,7 +10,7 @@ import csv
 import re
 from pathlib import Path
 
-from ..runtime.profile import stats
+from ..runtime.stats import stats
 
 _NODE = re.compile(r"^(.*?):?\s*OpId_\d+ \(cycles\)$")
 

@@ -53,6 +53,7 @@ def _context_only(wrapper_bytes: bytes, info: dict) -> bytes:
 
 class HtpModel:
     backend = "htp"
+    target: str  # the SoC it runs as: the context's own, or the one a QDQ model is compiled for
 
     def __init__(self, path, soc: str | None = None, precision: str | None = None, profiling_level: str = "off"):
         require()
@@ -62,7 +63,7 @@ class HtpModel:
         start = time.perf_counter()
         if artifact_paths(self.path)["sidecar"].is_file():
             self.info, wrapper_bytes, _ = load_checked(self.path, soc, precision)
-            self.soc, self.precision = self.info["soc"], self.info["precision"]
+            self.target, self.precision = self.info["soc"], self.info["precision"]
             self._model_bytes = _context_only(wrapper_bytes, self.info)
             self._encodings = {e["name"]: _encoding(e) for e in self.info["inputs"] + self.info["outputs"]}
             self._context_names = {e["name"]: e.get("context", {}).get("name", e["name"])
@@ -86,7 +87,7 @@ class HtpModel:
         self.precision = precision_of(onnx.load_from_string(self._model_bytes), self.path)
         if precision and precision != self.precision:
             raise HtpError(f"{self.path}: this model was exported at {self.precision}, not {precision}")
-        self.soc, self.info, self._encodings, self._context_names = soc, None, {}, {}
+        self.target, self.info, self._encodings, self._context_names = soc, None, {}, {}
         self._timing_key = "load_us"
 
     def _open(self) -> None:
@@ -95,7 +96,7 @@ class HtpModel:
         if self._level in ("basic", "detailed"):
             provider = {"profiling_level": self._level, "profiling_file_path": str(self.profile_csv)}
         config = {"ep.context_file_path": str(self.path.absolute())} if self.info else {}
-        options = session_options(get_soc(self.soc), self.precision == "fp16", provider=provider, config=config)
+        options = session_options(get_soc(self.target), self.precision == "fp16", provider=provider, config=config)
         try:
             self._session = ort.InferenceSession(self._model_bytes, options)
         except Exception as e:  # onnxruntime raises its own exception types
@@ -153,8 +154,9 @@ class HtpModel:
     def node_times_us(self) -> np.ndarray:
         return np.zeros(0)  # QNN reports its per-node events when the session ends: profile_nodes()
 
-    def profile_nodes(self) -> list[dict]:
-        """profile.json's `nodes` from QNN's per-node events (emulated cycles); ends the session."""
+    def profile_nodes(self, node_us=None) -> list[dict]:
+        """profile.json's `nodes` from QNN's per-node events (emulated cycles), not from node_us
+        (node_times_us() has none); ends the session."""
         self.close()
         return read_profile(self.profile_csv)["nodes"] if self.profile_csv.is_file() else []
 

@@ -42,7 +42,7 @@ def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=
     _check_threshold_keys(thresholds)
     model = get_backend(backend).load(model_lib, context=context, threads=threads, runtime=runtime,
                                       precision=precision or None, placement=placement)
-    target = target or getattr(model, "soc", "")  # a context that knows its place (the htp's SoC)
+    target = target or model.target  # not given: where the session runs (an htp context: its SoC)
     data = open_npz(data_path, "test data")
     ref = open_npz(reference, "reference")
     count = sample_count(data, [i.name for i in model.inputs], samples, data_path)
@@ -93,8 +93,7 @@ def _agreement(model, produced, feeds, npu_context, runtime, threads) -> dict:
     """The npu's outputs on the same feeds against the build's (metrics.agreement), per output."""
     with get_backend("npu").load(context=npu_context, threads=threads, runtime=runtime) as npu:
         theirs = [npu.run(feed) for feed in feeds]
-    encoding = getattr(model, "encoding", lambda name: None)
-    return {name: metrics.agreement(np.stack([t[name] for t in theirs]), np.stack(values), encoding(name))
+    return {name: metrics.agreement(np.stack([t[name] for t in theirs]), np.stack(values), model.encoding(name))
             for name, values in produced.items()}
 
 

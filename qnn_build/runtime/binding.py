@@ -16,6 +16,7 @@ from ..options import parse_precision
 from ..toolchain import build_runtime
 from ..toolchain.targets import check_binary_for, host_target
 from .reencode import Reencoded
+from .stats import stats
 
 QNNB_MAX_RANK = 8
 # Inputs and outputs up to this size go through buffers made once, whose addresses the pointer
@@ -88,6 +89,7 @@ class Model:
         library's while it composes (runtime/reencode.py; the range search)."""
         self.timings: dict[str, float] = {}
         self.backend = backend
+        self.target = host_target().name  # where it runs: a library or context of another machine is refused
         self.precision: str | None = None  # of a model library (a context does not record it)
         self._graph = None
         self._rt = runtime_library(runtime)
@@ -291,6 +293,23 @@ class Model:
         ns = (ctypes.c_uint64 * max(count, 1))()
         self._check(self._rt.qnnb_graph_node_times(self._graph, ns, count), "node times")
         return np.frombuffer(ns, np.uint64, count).astype(np.float64) / 1e3
+
+    def profile_nodes(self, node_us: list[list[float]]) -> list[dict]:
+        """profile.json's `nodes`: the schedule with each node's time in every run (node_us: the
+        node_times_us() of each run, in order)."""
+        nodes = []
+        for i, info in enumerate(self.nodes()):
+            times = [run[i] for run in node_us]
+            node = {"name": info.name, "op": info.op, "outputs": [list(s) for s in info.outputs],
+                    "time_us": [round(t, 3) for t in times], "stats": stats(times)}
+            if info.fused:
+                node["fused"] = info.fused
+            nodes.append(node)
+        return nodes
+
+    def encoding(self, name: str) -> None:
+        """Outputs come back as floats, dequantized by the runtime: no code to compare in LSB."""
+        return None
 
     def close(self) -> None:
         if getattr(self, "_graph", None):

@@ -83,6 +83,7 @@ def test_the_context_is_qualcomms_and_runs_from_the_wrapper_alone(context, conve
     theirs = np.load(tmp_path / "y.npy")
     with HtpModel(context) as ours:
         mine = np.stack([ours.run({"image": image})["logits"] for image in images])
+        assert ours.target == "x-elite" and ours.encoding("logits").bitwidth == 8  # its outputs are codes
     assert np.array_equal(theirs, mine)  # their Q/DQ on the CPU, ours in numpy: the same codes
 
 
