@@ -17,6 +17,7 @@ from qnn_build.backends import BACKENDS, CONTEXT_INPUTS, get_backend
 from qnn_build.convert import convert
 from qnn_build.errors import QnnBuildError
 from qnn_build.spec.configs import package_configs
+from qnn_build.spec.validate import load_schema
 from qnn_build.toolchain import build_model_lib, host_target
 
 PACKAGE = Path(qnn_build.__file__).parent
@@ -29,6 +30,11 @@ def test_every_backend_has_its_configs_entry_and_one_name():
         assert backend.name == name
         for precision in configs.precisions:
             assert backend.unsupported_reason(precision) == configs.unsupported_reason(precision, name)
+    schema = load_schema("schema.json", configs.backend_tests())
+    for name, backend in BACKENDS.items():  # its own test keys: kinds the spec schema knows, offered as <name>_<kind>
+        assert set(backend.test_settings()) <= set(schema["$defs"]["backendTest"]["properties"])
+        assert all(f"{name}_{kind}" in schema["properties"]["test"]["properties"] for kind in backend.test_settings())
+    assert get_backend("htp").test_settings()["samples"] == 50
 
 
 def test_an_unknown_backend_lists_the_known_ones():

@@ -163,8 +163,28 @@ def test_an_htp_slot_names_a_soc_and_its_tests_cap_their_samples(project):
     assert list(resolved.model_lib) == ["x86_64-linux"]  # contexts for SoCs are prepared on the host
     assert all(config["qdq"] for config in resolved.convert.values())  # model.qdq.onnx: what the htp reads
     assert resolved.test[("w8a8", "htp@x-elite")]["samples"] == 20 and resolved.test[("w8a8", "cpu")]["samples"] == 200
+    assert resolved.test[("fp16", "htp@x-elite")]["samples"] == 20
     assert ("fp32", "htp@x-elite") not in resolved.test  # the HTP has no fp32
     assert ("w8a8", "htp@8-elite") not in resolved.test and spec.skip_reason("w8a8", "htp@8-elite") == "not on this phone"
+
+
+def test_a_backends_own_test_keys_come_from_its_yaml(project, tmp_path):
+    """test.<backend>_<setting> exists for the settings a backend declares (its yaml's `test`), with
+    their defaults: the htp's (htp_samples, htp_thresholds) and any other's, with no schema edit."""
+    edit(project, "targets: cpu", "targets: [cpu, npu, htp]")
+    edit(project, "samples: 200", "samples: 200\n  htp_thresholds: {int8: {sqnr_db: 9}}")
+    resolved = resolve(load(), project)
+    assert resolved.test[("w8a8", "htp@x-elite")] == {**resolved.test[("w8a8", "cpu")], "samples": 50,  # htp.yaml's cap
+                                              "thresholds": {"sqnr_db": 9, "top1": 0.9, "cosine": 0.99}}
+    assert resolved.test[("w8a8", "npu")] == resolved.test[("w8a8", "cpu")]
+    configs = tmp_path / "configs"
+    shutil.copytree(CONFIGS, configs)
+    npu = configs / "backends" / "npu.yaml"
+    npu.write_text(npu.read_text() + "test:\n  samples: 3\n  thresholds: {w8a8: {sqnr_db: 12}}\n")
+    edit(project, "samples: 200", "samples: 200\n  npu_thresholds: {int8: {max_abs: 0.5}}")
+    npu_test = resolve(load_spec(SPEC, configs), project).test[("w8a8", "npu")]
+    assert npu_test["samples"] == 3 and npu_test["thresholds"] == {"sqnr_db": 12, "top1": 0.9, "cosine": 0.99, "max_abs": 0.5}
+    assert resolve(load_spec(SPEC, configs), project).test[("w8a8", "cpu")]["thresholds"]["sqnr_db"] == 20
 
 
 # -- bad specs: exact file:line: key: message ---------------------------------------------------
@@ -231,6 +251,13 @@ BAD = [
      "models/digits_cnn.yaml:21: test.precision_thresholds.int8: thresholds for w8a8 are given twice"),
     ("bad name", "name: digits_cnn", "name: digits cnn",
      "models/digits_cnn.yaml:2: name: expected a name of letters, digits, '_', '.' and '-', got 'digits cnn'"),
+    ("a backend's own key out of range", "samples: 200", "samples: 200\n  htp_samples: 0",
+     "models/digits_cnn.yaml:17: test.htp_samples: must be >= 1, got 0"),
+    ("a key no backend declares", "samples: 200", "samples: 200\n  npu_samples: 2",
+     "models/digits_cnn.yaml:17: test.npu_samples: unknown key; did you mean 'htp_samples'?"),
+    ("unknown precision in a backend's thresholds", "samples: 200", "samples: 200\n  htp_thresholds: {w16a61: {}}",
+     "models/digits_cnn.yaml:17: test.htp_thresholds.w16a61: unknown precision 'w16a61'; did you mean 'w16a16'? "
+     "(known: fp32, fp16, w8a8, w8a16, w16a16, w4a8, w4a16)"),
     ("duplicate key", "  samples: 200", "  samples: 200\n  data: again.npz",
      "models/digits_cnn.yaml:17: test.data: duplicate key (first given on line 14)"),
 ]

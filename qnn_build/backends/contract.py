@@ -7,6 +7,7 @@ name. What it supports is declared once: the precisions it runs (and why not the
 configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in supports_op().
 
     supports     unsupported_reason(precision), supports_op(op_type, precision)
+    tests        test_settings(): its own test keys (test.<name>_samples, ...) and their defaults
     where        placement(where): what `backend@where` names (a machine target, an SoC, ...)
     finalize     context_input(precision): the artifact its context step reads;
                  context_files(output): every file that step writes (the SCons emitter asks);
@@ -98,6 +99,12 @@ class Backend(ABC):
         """None when this backend runs `precision` (canonical name); else why not, for the user.
         From configs/backends/<name>.yaml, as the spec checks read it."""
         return package_configs().unsupported_reason(precision, self.name)
+
+    def test_settings(self) -> dict:
+        """Its own test settings and their defaults, e.g. {"samples": 50, "thresholds": {}}: a spec
+        sets them as test.<name>_<setting> (htp_samples). From its yaml's `test`, which the spec schema
+        (its test keys) and the spec checks read; a setting is a kind of the schema's $defs/backendTest."""
+        return dict(package_configs().backends[self.name].get("test", {}))
 
     @abstractmethod
     def supports_op(self, op_type: str, precision: str) -> bool:

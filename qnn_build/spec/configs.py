@@ -4,9 +4,9 @@ configs/
   zoo.yaml              name, version, host_target, defaults for specs
   precisions.yaml       per precision (names, aliases and bits: qnn_build/options.py) the default
                         thresholds and whether it is built yet; optionally zoo-wide quantizer options
-  backends/<name>.yaml  one per backend: the precisions it runs, whether it is built yet, and where
+  backends/<name>.yaml  one per backend: the precisions it runs, whether it is built yet, where
                         its `backend@where` names point (`placements`: a folder of configs/; default
-                        targets/, the machines)
+                        targets/, the machines), and its own test settings with their defaults (`test`)
   targets/<name>.yaml   one per target machine: triple, compiler, flags, library file name
   socs/<name>.yaml      one per Snapdragon SoC, the htp backend's places: chip, QNN SoC id, HTP arch
 Each file is checked against a $defs entry of configs.schema.json (a placement folder's files against
@@ -82,6 +82,15 @@ class Configs:
         """The configs/targets/ machine a slot `backend@where` runs on; None when its places are not
         machines (its artifacts are then not model libraries of ours)."""
         return where if self.placement_folder(backend) == "targets" else None
+
+    def backend_tests(self) -> tuple:
+        """((backend, (setting, ...)), ...): the test settings each backend declares (its yaml's
+        `test`), which a spec sets as test.<backend>_<setting> (the htp's: htp_samples, htp_thresholds)."""
+        return tuple((name, tuple(sorted(info["test"]))) for name, info in sorted(self.backends.items()) if info.get("test"))
+
+    def backend_test_default(self, backend: str, setting: str):
+        """A backend's default for one of its test settings (None: it declares none)."""
+        return self.backends[backend].get("test", {}).get(setting)
 
     def unsupported_reason(self, precision: str, backend: str) -> str | None:
         """None when `backend` runs `precision`; else why not, for the user."""
@@ -172,10 +181,12 @@ def _check_consistency(configs: Configs, zoo, precisions, backends, targets) -> 
             if source.data["name"] != stem:
                 raise source.error(("name",), f"must match the file name '{stem}'")
     for backend, source in backends.items():
-        for key in ("precisions", "unsupported"):
-            for index, name in enumerate(source.data.get(key, {})):
+        named = {("precisions",): source.data.get("precisions", []), ("unsupported",): source.data.get("unsupported", {}),
+                 ("test", "thresholds"): source.data.get("test", {}).get("thresholds", {})}
+        for key, names in named.items():
+            for index, name in enumerate(names):
                 if name not in configs.precisions:
-                    at = (key, index) if key == "precisions" else (key, name)
+                    at = (*key, index) if key == ("precisions",) else (*key, name)
                     raise source.error(at, f"'{name}' is not a canonical precision in precisions.yaml")
     if not backends or not targets:
         raise SpecError(display_path(configs.dir), None, "", "needs backends/*.yaml and targets/*.yaml")

@@ -21,9 +21,9 @@ def load_spec(path, configs: Configs | str | Path | None = None) -> Spec:
     """Load and check one spec. `configs`: a Configs, a configs/ directory, or None to find the
     nearest configs/ above the spec (else under the working directory)."""
     yaml = YamlSource(path)
-    check_schema(yaml, "schema.json")
     if not isinstance(configs, Configs):
         configs = load_configs(configs if configs is not None else find_configs_dir(Path(path).parent))
+    check_schema(yaml, "schema.json", backend_tests=configs.backend_tests())  # test.<backend>_<setting> keys
     return _SpecChecker(yaml, configs).spec()
 
 
@@ -162,19 +162,22 @@ class _SpecChecker:
         if test.get("labels") is not None:
             check_npz_has(self.yaml, ("test", "labels"), data, [test["labels"]], "labels")
         per_precision = self._precision_thresholds(test.get("precision_thresholds") or {})
-        on_htp = self._precision_thresholds(test.get("htp_thresholds") or {}, "htp_thresholds")
-        thresholds, htp_thresholds = {}, {}
-        for precision in precisions:
-            layers = [self.configs.precisions[precision]["thresholds"], test.get("thresholds") or {},
-                      per_precision.get(precision, {})]
-            merged = {k: v for layer in layers for k, v in layer.items()}
-            thresholds[precision] = {k: merged[k] for k in THRESHOLD_KEYS if merged.get(k) is not None}
-            merged.update(on_htp.get(precision, {}))  # the htp's own arithmetic: over the above
-            htp_thresholds[precision] = {k: merged[k] for k in THRESHOLD_KEYS if merged.get(k) is not None}
-        samples, htp_samples = test.get("samples"), test.get("htp_samples")
+        layers = {p: [self.configs.precisions[p]["thresholds"], test.get("thresholds") or {}, per_precision.get(p, {})]
+                  for p in precisions}
+        thresholds = {p: _limits(layers[p]) for p in precisions}
+        backend_thresholds, backend_samples = {}, {}
+        for backend, settings in self.configs.backend_tests():  # test.<backend>_<setting>: its own, over the above
+            if "thresholds" in settings:
+                key = f"{backend}_thresholds"
+                default = self.configs.backend_test_default(backend, "thresholds") or {}
+                given = self._precision_thresholds(test.get(key) or {}, key)
+                backend_thresholds[backend] = {p: _limits(layers[p] + [default.get(p) or {}, given.get(p, {})])
+                                               for p in precisions}
+            if "samples" in settings and test.get(f"{backend}_samples") is not None:
+                backend_samples[backend] = int(test[f"{backend}_samples"])
+        samples = test.get("samples")
         return {"data": data, "labels": test.get("labels"), "samples": None if samples is None else int(samples),
-                "thresholds": thresholds, "backend_thresholds": {"htp": htp_thresholds} if on_htp else {},
-                "backend_samples": {"htp": int(htp_samples)} if htp_samples is not None else {}}
+                "thresholds": thresholds, "backend_thresholds": backend_thresholds, "backend_samples": backend_samples}
 
     def _precision_thresholds(self, given: dict, key: str = "precision_thresholds") -> dict:
         """Canonical precision -> limits. Entries for precisions not built are kept quiet, so a precision
@@ -190,6 +193,12 @@ class _SpecChecker:
                 raise self.yaml.error(at, f"thresholds for {precision} are given twice")
             result[precision] = limits or {}
         return result
+
+
+def _limits(layers: list[dict]) -> dict:
+    """Threshold layers merged, later over earlier; a null removes a limit."""
+    merged = {k: v for layer in layers for k, v in layer.items()}
+    return {k: merged[k] for k in THRESHOLD_KEYS if merged.get(k) is not None}
 
 
 def _as_list(value) -> list:

@@ -56,14 +56,15 @@ def resolve(spec: Spec, root) -> ResolvedSpec:
 
 
 def _thresholds(spec: Spec, backend: str) -> dict:
-    """precision -> limits on a backend: test.<backend>_thresholds (htp_thresholds) over the rest."""
+    """precision -> limits on a backend: its own (test.<backend>_thresholds, htp_thresholds, over its
+    yaml's defaults) over the rest, when it declares them."""
     return spec.test["backend_thresholds"].get(backend, spec.test["thresholds"])
 
 
 def _samples(spec: Spec, backend: str) -> int | None:
-    """The test's sample cap on a backend: the spec's, and on a slow one (test_samples in its
-    config; test.<backend>_samples in the spec) at most that."""
-    default = spec.configs.backends[backend].get("test_samples")
+    """The test's sample cap on a backend: the spec's, and on a slow one (test.samples in its yaml;
+    test.<backend>_samples in the spec) at most that."""
+    default = spec.configs.backend_test_default(backend, "samples")
     if default is None:
         return spec.test["samples"]
     cap = spec.test["backend_samples"].get(backend) or default

@@ -46,13 +46,19 @@ def did_you_mean(word, choices) -> str:
 
 
 @lru_cache(maxsize=None)
-def load_schema(name: str) -> dict:
+def load_schema(name: str, backend_tests: tuple = ()) -> dict:
     """A schema file shipped in this package (e.g. 'schema.json'), its `quantization` entries filled
-    from the option table (qnn_build/options.py QUANTIZATION): the one declaration of those keys."""
+    from the option table (qnn_build/options.py QUANTIZATION): the one declaration of those keys.
+    backend_tests: ((backend, (setting, ...)), ...), the test settings each backend declares
+    (Configs.backend_tests): schema.json's test then takes `<backend>_<setting>` for each."""
     schema = json.loads(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
     keys = {o.spec_key: o.schema() for o in QUANTIZATION}
     if name == "schema.json":
         schema["properties"]["quantization"]["properties"] = keys
+        kinds = schema["$defs"]["backendTest"]["properties"]
+        schema["properties"]["test"]["properties"].update(
+            {f"{backend}_{setting}": {**kinds[setting], "description": kinds[setting]["description"].replace("{backend}", backend)}
+             for backend, settings in backend_tests for setting in settings})
     elif name == "configs.schema.json":  # a zoo-wide `overrides` would pin one model's tensors in every model
         schema["$defs"]["precisions"]["properties"]["quantization"]["properties"] = {
             k: v for k, v in keys.items() if k != "overrides"}
@@ -60,23 +66,24 @@ def load_schema(name: str) -> dict:
 
 
 @lru_cache(maxsize=None)
-def _validator(name: str) -> Draft202012Validator:
+def _validator(name: str, backend_tests: tuple = ()) -> Draft202012Validator:
     """'schema.json' checks against the whole file; 'configs.schema.json#zoo' against one of its $defs."""
     file, _, definition = name.partition("#")
-    schema = load_schema(file)
+    schema = load_schema(file, backend_tests)
     if definition:
         schema = {**schema, "$ref": f"#/$defs/{definition}"}
     return Draft202012Validator(schema)
 
 
-def check_schema(source: YamlSource, schema_name: str, data=None, base_path=()) -> None:
+def check_schema(source: YamlSource, schema_name: str, data=None, base_path=(), backend_tests: tuple = ()) -> None:
     """Raise the SpecError of the failure nearest the top of the file, if `data` breaks the schema.
 
-    `data` defaults to the whole file; `base_path` is where it sits in the file (for line numbers).
+    `data` defaults to the whole file; `base_path` is where it sits in the file (for line numbers);
+    backend_tests: the backends' own test settings (load_schema).
     """
     data = source.data if data is None else data
     problems = []
-    for error in _validator(schema_name).iter_errors(data):
+    for error in _validator(schema_name, backend_tests).iter_errors(data):
         problems.extend(_describe(error))
     if problems:
         path, message = min(problems, key=lambda p: source.line_of(tuple(base_path) + p[0]))
