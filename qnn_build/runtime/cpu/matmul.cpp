@@ -1,13 +1,15 @@
 // Matrix products in float32 on sgemm: Gemm (transposes, alpha, beta, C broadcast to [M,N]) and
 // MatMul (1-D operands, batched with broadcast batch dims). Products with one or two rows of A go
 // through a matrix-vector loop instead: sgemm repacks all of B on every call, which costs several
-// times the product itself there (batch-1 fully connected layers).
+// times the product itself there (batch-1 fully connected layers). A Gemm with a constant B over
+// more rows has B packed once at prepare (const_b_product.h).
 #include <algorithm>
 #include <cstring>
 
 #include "../core/broadcast.h"
 #include "../core/gemm.h"
 #include "../core/parallel.h"
+#include "const_b_product.h"
 
 namespace qnnb {
 namespace {
@@ -102,6 +104,7 @@ struct GemmState {
     // How C broadcasts to [M,N]: C[i,j] = c[i * c_row_stride + j * c_col_stride].
     bool has_c = false;
     int64_t c_row_stride = 0, c_col_stride = 0;
+    ConstB packed_b;  // constant B with more than kSmallM rows of A: packed once (const_b_product.h)
 };
 
 bool prepare_gemm(Node& node, std::string& err) {
@@ -142,14 +145,36 @@ bool prepare_gemm(Node& node, std::string& err) {
         s.c_row_stride = rows == 1 ? 0 : cols;
         s.c_col_stride = cols == 1 ? 0 : 1;
     }
+    if (b->is_const() && !s.trans_a && s.m > kSmallM && s.n > 1 && s.k > 0)
+        pack_const_b(b->in<float>(), s.k, s.n, s.trans_b, s.packed_b);
     return true;
 }
 
 void run_gemm(Node& node, const ExecContext& ctx) {
-    const GemmState& s = node.state_as<GemmState>();
+    GemmState& s = node.state_as<GemmState>();
     const float* a = node.in[0]->in<float>();
     const float* b = node.in[1]->in<float>();
     float* y = node.out[0]->out<float>();
+    if (!s.packed_b.panels.empty()) {
+        // Y = alpha * A * B, then + beta * C.
+        const_b_product(s.packed_b, a, s.m, s.k, y, s.n, ctx);
+        const float* c = s.has_c ? node.in[2]->in<float>() : nullptr;
+        if (s.alpha == 1.f && !c) return;
+        parallel_for(ctx, s.m, [&](int64_t i) {
+            float* yrow = y + i * s.n;
+            if (s.alpha != 1.f)
+                for (int64_t j = 0; j < s.n; ++j) yrow[j] *= s.alpha;
+            if (!c) return;
+            const float* crow = c + i * s.c_row_stride;
+            if (s.c_col_stride == 0) {
+                const float v = s.beta * crow[0];
+                for (int64_t j = 0; j < s.n; ++j) yrow[j] += v;
+            } else {
+                for (int64_t j = 0; j < s.n; ++j) yrow[j] += s.beta * crow[j];
+            }
+        });
+        return;
+    }
     if (s.has_c) {
         // Y starts as beta * C; sgemm then adds alpha * A * B onto it.
         const float* c = node.in[2]->in<float>();
