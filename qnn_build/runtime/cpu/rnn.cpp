@@ -1,5 +1,6 @@
 // Recurrent float32 ops: RNN, GRU, LSTM with ONNX semantics (the rule made every attribute explicit).
-// Per direction, one sgemm computes X*W^T plus biases for all time steps at once; each step then does
+// Per direction, one product computes X*W^T plus biases for all time steps at once (W packed once at
+// prepare when constant, const_b_product.h); each step then does
 // one product H_{t-1}*R^T against R packed once (two for GRU without linear_before_reset) and the gate
 // math on contiguous [hidden] rows, each batch row independently.
 // One file for the three ops (over the usual size): they share the state, the projection, the packed
@@ -12,6 +13,7 @@
 #include "../core/fastmath.h"
 #include "../core/gemm.h"
 #include "../core/parallel.h"
+#include "const_b_product.h"
 
 namespace qnnb {
 namespace {
@@ -133,6 +135,7 @@ struct Rnn {
     std::vector<float> rbh;        // GRU linear_before_reset: R's bias of the h gate
     std::vector<int64_t> lens;     // per batch row
     std::vector<PackedRows> packed;  // [dirs][parts]: R's gate rows (GRU default: z,r apart from h)
+    std::vector<ConstB> w_packed;    // [dirs]: W_d^T for the input projection, when W is constant
     ExecContext product_ctx, rows_ctx;  // threads for the per-step product and gate math
 
     // GRU without linear_before_reset multiplies the h gate by r (.) H, not H: a second product.
@@ -222,6 +225,11 @@ bool prepare_rnn(Node& n, std::string& err, int64_t gates, int64_t acts_per_dir)
     s.packed.resize(static_cast<size_t>(s.dirs * s.parts()));
     if (r->is_const())
         for (int64_t d = 0; d < s.dirs; ++d) pack_direction(s, r, d);
+    if (w->is_const()) {
+        s.w_packed.resize(static_cast<size_t>(s.dirs));
+        for (int64_t d = 0; d < s.dirs; ++d)
+            pack_const_b(w->in<float>() + d * s.gh() * s.input, s.input, s.gh(), true, s.w_packed[static_cast<size_t>(d)]);
+    }
     return true;
 }
 
@@ -246,6 +254,13 @@ void input_projection(Rnn& s, const Node& n, int64_t d) {
         if (fold < gh) std::copy(rb + fold, rb + gh, s.rbh.begin());
     }
     const int64_t rows = s.seq * s.batch;
+    if (!s.w_packed.empty()) {
+        const_b_product(s.w_packed[static_cast<size_t>(d)], n.in[0]->in<float>(), rows, s.input, s.xw.data(), gh,
+                        s.product_ctx);
+        if (bt)
+            for (int64_t i = 0; i < rows; ++i) add_row(&s.xw[i * gh], s.bias.data(), gh);
+        return;
+    }
     if (bt)
         for (int64_t i = 0; i < rows; ++i) std::memcpy(&s.xw[i * gh], s.bias.data(), gh * sizeof(float));
     sgemm(false, true, rows, gh, s.input, 1.f, n.in[0]->in<float>(), s.input,
