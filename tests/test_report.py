@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_scons_support import build, built_template, copy_project
 
-from qnn_build.report.summary import key_metrics, read_test
+from qnn_build.report.summary import human_size, key_metrics, read_test
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -40,6 +40,29 @@ def test_report_holds_every_tested_build(reported):
             assert (reported / "out/report" / r["model"] / r["debug"]).is_file()
     classifier = next(r for r in rows if r["model"] == "classifier")
     assert classifier["accuracy"] == key_metrics(read_test(reported / "out/classifier/fp32/cpu/test.json"))["accuracy"]
+
+
+def check_the_htp_rows(root: Path, precision: str, soc: str, samples: int) -> None:
+    """An htp slot's row of `scons report` (built in root): its test's SQNR and npu agreement, its three
+    files' size, what it was finalized from (model.qdq.onnx) and its latency in HTP emulation over as
+    many samples as its test. tests/htp/test_htp_build.py calls it on the htp zoo it builds (minutes of
+    HTP preparation and emulation: one build for both)."""
+    rows = {(r["precision"], r["backend"]): r for r in json.loads((root / "out/report/report.json").read_text())["rows"]}
+    slot, folder = f"htp@{soc}", root / "out/adder" / precision / f"htp@{soc}"
+    htp, npu = rows[(precision, slot)], rows[(precision, "npu")]
+    metrics = key_metrics(read_test(folder / "test.json"))
+    assert htp["sqnr_db"] == metrics["sqnr_db"] and htp["passed"] is True
+    assert htp["vs_npu"] == metrics["vs_npu"] and htp["vs_npu"].endswith(" LSB") and npu.get("vs_npu") is None
+    assert htp["context_size"] == human_size([folder / f"model.htp.{kind}" for kind in ("onnx", "bin", "json")])
+    assert htp["source"].endswith(" model.qdq.onnx") and npu["source"].endswith(" libmodel.so")
+    assert htp["latency_us"] > 0 and htp["init_us"] > 0 and "debug" not in htp  # accuracy-debug: our runtime's
+    pages = root / "out/report/adder" / f"{precision}-{slot}"
+    profile = json.loads((pages / "profile.json").read_text())
+    assert profile["backend"] == "htp" and profile["num_inferences"] == samples
+    assert any(sum(node["cycles"]) > 0 for node in profile["nodes"])  # QNN's per-node events
+    assert "mean cycles" in (pages / "profile.html").read_text()
+    page = (root / "out/report/index.html").read_text()
+    assert f"<td>{slot}</td>" in page and htp["vs_npu"] in page
 
 
 def _chromium() -> str:

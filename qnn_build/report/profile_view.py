@@ -28,10 +28,16 @@ def load_profile(path) -> dict:
 
 
 def node_means(profile: dict) -> dict[str, dict]:
-    """Node name -> {op, mean_us} (a detailed profile; empty for basic)."""
-    return {n["name"]: {"op": n["op"] + (f"+{n['fused']}" if n.get("fused") else ""), "mean_us": n["stats"]["mean"],
+    """Node name -> {op, mean_us} (a detailed profile; empty for basic). The htp's nodes are QNN's
+    events: no op type, and their mean in emulated cycles (node_unit)."""
+    return {n["name"]: {"op": n.get("op", "-") + (f"+{n['fused']}" if n.get("fused") else ""), "mean_us": n["stats"]["mean"],
                         "outputs": n.get("outputs", [])}
             for n in profile.get("nodes", []) if n.get("stats")}
+
+
+def node_unit(profile: dict) -> str:
+    """What the nodes' times count: microseconds, or the htp's emulated cycles."""
+    return "cycles" if any("cycles" in n for n in profile.get("nodes", [])) else "us"
 
 
 def op_table(profile: dict) -> list[dict]:
@@ -68,10 +74,11 @@ def format_profile(profile: dict, top: int = 20) -> str:
         lines.append("  (no per-node times: run net-run with --profiling-level detailed)")
         return "\n".join(lines)
     total = sum(n["mean_us"] for n in nodes.values())
-    lines += ["", f"  {'op':<24}{'nodes':>6}{'mean us':>12}{'share':>8}"]
+    mean = f"mean {node_unit(profile)}"
+    lines += ["", f"  {'op':<24}{'nodes':>6}{mean:>12}{'share':>8}"]
     for r in op_table(profile):
         lines.append(f"  {r['op']:<24}{r['nodes']:>6}{r['mean_us']:>12.3f}{r['share']:>8.1%}")
-    lines += ["", f"  {'node':<40}{'op':<20}{'mean us':>12}{'share':>8}  output"]
+    lines += ["", f"  {'node':<40}{'op':<20}{mean:>12}{'share':>8}  output"]
     ranked = sorted(nodes.items(), key=lambda kv: -kv[1]["mean_us"])
     for name, n in ranked[:top]:
         shape = "x".join(map(str, n["outputs"][0])) if n["outputs"] else ""

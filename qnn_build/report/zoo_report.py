@@ -1,8 +1,10 @@
 """`qnn-build report` (`scons report`): the zoo as one HTML page a team opens, out/report/index.html.
 
-Per model, precision and backend: SQNR and top-1 accuracy (the build's test.json), the model library's
-and the context binary's size, the init time (loading the context binary) and the latency (mean and
-p90 over the test samples, the context run as net-run runs it, at profiling level detailed), with
+Per model, precision and backend slot (cpu, npu, htp@x-elite): SQNR, top-1 accuracy and the npu's
+agreement (the build's test.json), the size of what the context was finalized from (libmodel.so,
+model.qdq.onnx) and of the context binary (all its files: the htp's three), the init time (loading the
+context binary) and the latency (mean and p90 over the test samples, at most a slow backend's test
+samples, the context run as net-run runs it, at profiling level detailed), with
 plots of SQNR and latency by precision and backend (inline SVG, report/svg.py). Each row links to
 its profile page (per-op and per-node tables, the Chrome trace / Perfetto JSON) and, for a quantized
 build, its accuracy-debug page (SQNR along the graph, the layer where the error jumps).
@@ -50,23 +52,27 @@ def _build_rows(model: dict, runtime, out_dir: Path, samples: int) -> list[dict]
     rows = []
     for build in model["builds"]:
         precision = build["precision"]
-        for backend, context in sorted(build["contexts"].items()):
-            if not isinstance(context, str):  # another backend's context of several files (htp@SOC): not yet
-                continue
-            row = {"model": model["name"], "precision": precision, "backend": backend,
-                   "library_size": human_size(build["library"]), "context_size": human_size(context)}
-            test = read_test(build["tests"].get(backend, "")) or {}
-            row.update({k: v for k, v in key_metrics(test).items() if k in ("sqnr_db", "accuracy", "top1")})
+        for slot, context in sorted(build["contexts"].items()):  # slot: backend, or backend@place (htp@x-elite)
+            files = context if isinstance(context, list) else [context]  # a context of several files: the htp's
+            backend = get_backend(slot.partition("@")[0])
+            source = {"model-lib": build["library"], "qdq-onnx": build.get("qdq"),
+                      "source-onnx": model["source"]}[backend.context_input(precision)]
+            row = {"model": model["name"], "precision": precision, "backend": slot,
+                   "source": f"{human_size(source)} {Path(source).name}" if source else "-",
+                   "context_size": human_size(files)}
+            test = read_test(build["tests"].get(slot, "")) or {}
+            row.update({k: v for k, v in key_metrics(test).items() if k in ("sqnr_db", "accuracy", "top1", "vs_npu")})
             row["passed"] = test.get("passed")
-            page_dir = out_dir / model["name"] / f"{precision}-{backend}"
+            page_dir = out_dir / model["name"] / f"{precision}-{slot}"
+            cap = test.get("samples") or backend.test_settings().get("samples")  # as many as its test: a slow backend's few
             try:
-                profile = _profile(context, backend, runtime, model["test_data"], samples)
-                profile["_path"] = f"{model['name']} {precision} {backend}"
+                profile = _profile(files[0], backend.name, runtime, model["test_data"], min(samples, cap or samples))
+                profile["_path"] = f"{model['name']} {precision} {slot}"
                 write_text(page_dir / "profile.json", json.dumps(profile, indent=1, sort_keys=True) + "\n",
                            only_if_changed=False)
                 write_text(page_dir / "trace.json", json.dumps(chrome_trace(profile)) + "\n", only_if_changed=False)
                 write_text(page_dir / "profile.html", _page(
-                    f"profile: {model['name']} {precision} on {backend}",
+                    f"profile: {model['name']} {precision} on {slot}",
                     f"<p><a href=\"trace.json\">trace.json</a> (open in ui.perfetto.dev) · "
                     f"<a href=\"profile.json\">profile.json</a></p><pre>{escape(format_profile(profile, 40))}</pre>"),
                     only_if_changed=False)
@@ -76,9 +82,10 @@ def _build_rows(model: dict, runtime, out_dir: Path, samples: int) -> list[dict]
                             "latency_p90_us": profile["execute_stats"]["p90"], "profile": f"{page_dir.name}/profile.html"})
             except QnnBuildError as e:
                 row["note"] = f"profile: {e}"
-            if precision not in ("fp32",):
+            # accuracy-debug re-runs our runtime's model library, keeping every tensor: backends that finalize it
+            if precision not in ("fp32",) and backend.context_input(precision) == "model-lib":
                 try:
-                    report = accuracy_debug(model["source"], model["test_data"], model=build["library"], backend=backend,
+                    report = accuracy_debug(model["source"], model["test_data"], model=build["library"], backend=backend.name,
                                             input_values=model.get("input_values"), samples=samples)
                     write_report(report, page_dir / "debug")
                     row.update({"first_jump": report["first_jump"], "debug": f"{page_dir.name}/debug/index.html"})
@@ -103,15 +110,16 @@ def _model_section(name: str, rows: list[dict]) -> str:
                     for p in precisions] for b in backends}
     charts = (bar_chart(precisions, series("sqnr_db"), "SQNR (dB)", f"{name}: SQNR by precision and backend") +
               bar_chart(precisions, series("latency_us"), "latency (us)", f"{name}: latency by precision and backend"))
-    head = "".join(f"<th>{h}</th>" for h in ("precision", "backend", "SQNR dB", "top-1 acc", "library", "context",
-                                            "init us", "latency us", "p90 us", "test", "pages"))
+    head = "".join(f"<th>{h}</th>" for h in ("precision", "backend", "SQNR dB", "top-1 acc", "vs npu", "finalized from",
+                                            "context", "init us", "latency us", "p90 us", "test", "pages"))
     body = []
     for r in rows:
         links = " ".join(f'<a href="{name}/{r[k]}">{label}</a>' for k, label in (("profile", "profile"),
                                                                                    ("debug", "accuracy")) if r.get(k))
         status = {True: "passed", False: "FAILED", None: "-"}[r.get("passed")]
         body.append(f"<tr><td>{r['precision']}</td><td>{r['backend']}</td><td>{_cell(r.get('sqnr_db'), '.1f')}</td>"
-                    f"<td>{_cell(r.get('accuracy'), '.2%')}</td><td>{r['library_size']}</td><td>{r['context_size']}</td>"
+                    f"<td>{_cell(r.get('accuracy'), '.2%')}</td><td>{_cell(r.get('vs_npu'))}</td>"
+                    f"<td>{escape(r['source'])}</td><td>{r['context_size']}</td>"
                     f"<td>{_cell(r.get('init_us'), '.0f')}</td><td>{_cell(r.get('latency_us'), '.1f')}</td>"
                     f"<td>{_cell(r.get('latency_p90_us'), '.1f')}</td><td>{status}</td><td>{links}"
                     f"{' ' + escape(r['note']) if r.get('note') else ''}</td></tr>")
@@ -132,8 +140,11 @@ def build_report(config: dict, output, samples: int = 8) -> dict:
     title = f"{config.get('zoo', 'zoo')} {config.get('zoo_version', '')}".strip()
     toc = " · ".join(f'<a href="#{escape(n)}">{escape(n)}</a>' for n in names)
     body = (f"<p>{len(rows)} builds of {len(names)} models. SQNR and top-1 accuracy from each build's test "
-            f"(against the float source on onnxruntime); init: loading the context binary; latency: the mean and "
-            f"p90 of {samples} test samples, one thread. {toc}</p>" +
+            f"(against the float source on onnxruntime); vs npu: the npu's agreement with the build on the same "
+            f"samples (its SQNR against it, the largest difference in output codes); context: every file of the "
+            f"context binary; init: loading it; latency: the mean and p90 of {samples} test samples (at most a slow "
+            f"backend's test samples), one thread, on this machine (the htp's: Qualcomm's HTP emulation, not a "
+            f"device). {toc}</p>" +
             "".join(_model_section(n, [r for r in rows if r["model"] == n]) for n in names))
     write_text(out_dir / "report.json", json.dumps({"rows": rows}, indent=1) + "\n", only_if_changed=False)
     write_text(output, _page(f"{title}: report", body), only_if_changed=False)

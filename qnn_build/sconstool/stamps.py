@@ -60,7 +60,7 @@ PACKAGES = {
     "reference": ["onnx", "onnxruntime", "numpy"],
     "test": ["numpy", "onnx", "onnxruntime", "onnxruntime-qnn"],
     "release": [],
-    "report": ["onnx", "onnxruntime", "numpy"],
+    "report": ["onnx", "onnxruntime", "onnxruntime-qnn", "numpy"],  # the htp's contexts run in its rows
 }
 COMPILED = ("model-lib", "runtime")
 # Steps whose numbers come from the cpu backend's float GEMM (calibration, test figures): OpenBLAS's

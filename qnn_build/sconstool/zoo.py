@@ -253,7 +253,7 @@ class _Model:
         build["contexts"][slot if not native else where["backend"]] = \
             _rel(ctx[0], self.root) if native else [_rel(f, self.root) for f in ctx]
         self.release_inputs += ctx[:1] if native else ctx
-        self.report_inputs += [ctx[0], lib[0]]
+        self.report_inputs += [*ctx, lib[0]] + ([] if native else [source])  # every context file; what it was finalized from
         steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0])),
                  ("context-binary", str(ctx[0]))]
         test = None

@@ -1,6 +1,6 @@
 """The htp in the zoo build: `htp@<soc>` targets make one QNN context binary per (model, precision,
 SoC) from model.qdq.onnx, tested in HTP emulation beside the npu, incremental like every step,
-reproducible at any path, and packed into the release with their sidecars.
+reproducible at any path, packed into the release with their sidecars, and shown by `scons report`.
 
 One test, so that the build it checks runs once (under xdist, tests sharing a module fixture on two
 workers would build it twice: minutes of HTP preparation and emulation)."""
@@ -10,6 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from test_report import check_the_htp_rows
 from test_scons_support import artifacts, build, steps, write_project
 
 pytestmark = pytest.mark.needs_qnn
@@ -37,8 +38,9 @@ def project(root: Path) -> Path:
 
 def test_two_socs_are_built_tested_released_and_reproducible(tmp_path):
     root = project(tmp_path / "zoo")
-    result = build(root, "-j2", "release")
+    result = build(root, "-j2", "release", "report")
     every_soc_gets_a_tested_context_and_a_second_build_does_nothing(root, result)
+    check_the_htp_rows(root, "w8a8", "x-elite", samples=4)  # the report shows them (tests/test_report.py)
     the_release_carries_contexts_sidecars_and_the_qnn_version(root)
     two_clean_builds_at_other_paths_give_the_same_bytes(root, tmp_path)
 
