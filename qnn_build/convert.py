@@ -32,7 +32,7 @@ from .quant.encodings_json import encodings_document, load_overrides
 from .quant.fallback import apply_float_fallback, float_constants
 from .quant.gptq import collect_hessians
 from .quant.qdq_import import implied_precision, strip_qdq
-from .quant.range_search import search_ranges
+from .quant.range_search import Reference, reference_outputs, search_ranges
 from .runtime.binding import Model
 from .toolchain import build_model_lib
 
@@ -121,21 +121,19 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
     prepare_graph(graph, cle=cle and prec.is_quantized and not kept, lower_rnn=lower_rnn)
     extra = {}
     if prec.name != "fp32":
-        stats = hessians = act_ranges = None
+        stats = hessians = act_ranges = reference = None
         if prec.is_quantized and (calibration or calibration_stats or not kept):
             if not calibration and not calibration_stats:
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
             if options.weight_rounding == "gptq":
                 _require_samples(calibration, "weight_rounding gptq runs the float model")
-            stats, hessians = _from_samples(graph, calibration, calibration_stats, options)
+            stats, hessians, reference = _from_samples(graph, calibration, calibration_stats, options)
         pinned = _pins(graph, overrides)
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
         if prec.is_quantized and options.act_range in ("search", "auto"):  # hook: the range search, (13)-(16), (21)
             _require_samples(calibration, f"act_range {options.act_range} runs the model")
             with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
-                found = search_ranges(graph, prec, stats, options, pinned,
-                                      lambda inputs: iter_samples(calibration, inputs),
-                                      cpu_compiler(Path(tmp)), hessians)
+                found = search_ranges(graph, prec, stats, options, pinned, reference, cpu_compiler(Path(tmp)), hessians)
             act_ranges = found.ranges
             if found.bias_correction:  # auto found that (12) pays, (21b)
                 options = dataclasses.replace(options, bias_correction=True)
@@ -187,18 +185,21 @@ def _require_samples(calibration, what: str) -> None:
                             f"not only statistics")
 
 
-def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats, dict | None]:
-    """The calibration statistics (from their file, or by running the float graph over the samples)
-    and, for weight_rounding gptq, GPTQ's H per layer (17): one compiled float model for both."""
+def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats, dict | None, Reference | None]:
+    """The calibration statistics (from their file, or by running the float graph over the samples);
+    for weight_rounding gptq, GPTQ's H per layer (17); for act_range search or auto, the float
+    outputs the range search compares with: one compiled float model for all three."""
     stats = Stats.load(calibration_stats) if calibration_stats else None
-    if stats is not None and options.weight_rounding != "gptq":
-        return stats, None
+    gptq, search = options.weight_rounding == "gptq", options.act_range in ("search", "auto")
+    if stats is not None and not gptq and not (search and calibration):
+        return stats, None, None
     with float_model(graph) as model:
         count, stream = iter_samples(calibration, model.inputs)
         if stats is None:
             stats = collect_stats(model, count, stream)
-        hessians = collect_hessians(graph, model, stream) if options.weight_rounding == "gptq" else None
-    return stats, hessians
+        hessians = collect_hessians(graph, model, stream) if gptq else None
+        reference = reference_outputs(model, stream) if search else None
+    return stats, hessians, reference
 
 
 @contextmanager

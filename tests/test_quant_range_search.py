@@ -7,21 +7,23 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from qnn_build.convert import build_graph, calibrate, convert, cpu_compiler
+from qnn_build.convert import build_graph, calibrate, convert, cpu_compiler, float_model
 from qnn_build.data.samples import iter_samples
 from qnn_build.options import parse_precision
 from qnn_build.quant import QuantOptions
 from qnn_build.quant.encoding import activation_encoding
-from qnn_build.quant.range_search import AUTO_METHODS, SEARCH_PASSES, _Scorer, candidate_ranges, search_ranges
+from qnn_build.quant.range_search import (AUTO_METHODS, SEARCH_PASSES, _Scorer, candidate_ranges, reference_outputs,
+                                          search_ranges)
 from qnn_build.runtime import load
 from qnn_build.toolchain import build_model_lib
 
 RNG = np.random.default_rng(3)
 
 
-def samples(work):
-    """The search's samples(inputs): the calibration set for a model's inputs."""
-    return lambda inputs: iter_samples(work / "calib.npz", inputs)
+def samples(work, graph):
+    """The search's Reference: the calibration samples and the float model's outputs on them."""
+    with float_model(graph) as model:
+        return reference_outputs(model, iter_samples(work / "calib.npz", model.inputs)[1])
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,7 @@ def test_the_search_never_ends_worse_than_its_start(work, precision, options):
     graph = build_graph(work / "model.onnx", lower_rnn=True)
     stats = calibrate(work / "model.onnx", work / "calib.npz")
     prec = parse_precision(precision)
-    result = search_ranges(graph, prec, stats, options, None, samples(work), cpu_compiler(work / "libs"))
+    result = search_ranges(graph, prec, stats, options, None, samples(work, graph), cpu_compiler(work / "libs"))
     assert result.error <= result.start_error
     assert "r2" in result.ranges and "c2" not in result.ranges  # c2 takes the Relu's encoding (fused)
     bound = sum(len(candidate_ranges(stats[n], prec.act_bits)) for n in result.ranges)
@@ -74,17 +76,15 @@ def test_the_search_scores_what_convert_writes(work):
     graph = build_graph(work / "model.onnx", lower_rnn=True)
     stats = calibrate(work / "model.onnx", work / "calib.npz")
     precision, options = parse_precision("w8a8"), QuantOptions(act_range="search")
-    result = search_ranges(graph, precision, stats, options, None, samples(work), cpu_compiler(work / "libs"))
-    scorer = _Scorer(graph, precision, stats, options, None, samples(work), cpu_compiler(work / "scorer"))
+    result = search_ranges(graph, precision, stats, options, None, samples(work, graph), cpu_compiler(work / "libs"))
+    scorer = _Scorer(graph, precision, stats, options, None, samples(work, graph), cpu_compiler(work / "scorer"))
     assert scorer.error(result.ranges).sum() == result.error
 
     convert(work / "model.onnx", work / "out", precision="w8a8", calibration=work / "calib.npz", options=options)
     model = load(build_model_lib(work / "out" / "model.cpp", work / "out" / "model.bin", work / "out" / "lib.so"))
-    ref = load(build_model_lib(work / "scorer" / "fp32" / "model.cpp", work / "scorer" / "fp32" / "model.bin",
-                               work / "scorer" / "float.so"))
     xs = np.load(work / "calib.npz")["x"]
     ours = np.stack([model.run({"x": x})["y"] for x in xs]).astype(np.float64)
-    floats = np.stack([ref.run({"x": x})["y"] for x in xs]).astype(np.float64)
+    floats = np.stack([out["y"] for out in scorer._ref]).astype(np.float64)
     assert np.sum((ours - floats) ** 2) / np.sum(floats ** 2) == pytest.approx(result.error, rel=1e-12)
 
 
@@ -112,7 +112,7 @@ def test_auto_takes_the_best_fixed_method_only_when_it_scores_significantly_bett
     graph = build_graph(work / "model.onnx", lower_rnn=True)
     stats = calibrate(work / "model.onnx", work / "calib.npz")
     prec = parse_precision(precision)
-    result = search_ranges(graph, prec, stats, QuantOptions(act_range="auto"), None, samples(work),
+    result = search_ranges(graph, prec, stats, QuantOptions(act_range="auto"), None, samples(work, graph),
                            cpu_compiler(work / "libs"))
     assert result.evaluations == len(AUTO_METHODS) + 1  # and bias correction (21b): conv1 has a bias
     assert result.error <= result.start_error

@@ -13,7 +13,6 @@ from ..options import QUANTIZATION, Precision
 from .calibrate import Stats
 from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, fp16_encoding, headroom, quantize,
                        storage_dtype, symmetric_encoding)
-from .gptq import gptq_quantize
 from .ranges import choose_range, weight_absmax
 
 # The defaults are the option table's (qnn_build/options.py QUANTIZATION), by spec key.
@@ -81,7 +80,7 @@ def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, opti
                    overrides: dict | None = None, act_ranges: dict | None = None, hessians: dict | None = None) -> dict:
     """Set `encoding` on every float tensor and store constants as integers (or halves for fp16).
     act_ranges: tensor -> (lo, hi) in place of the range algorithm's (the range search's result).
-    hessians: weight -> H per group (quant/gptq.py), used with weight_rounding gptq.
+    hessians: quant/gptq.py Hessians (weight -> H per group), used with weight_rounding gptq.
     Returns the range taken from statistics per tensor, in graph order: tensor -> (lo, hi, bits)."""
     if precision.name == "fp16":
         _to_fp16(graph)
@@ -279,7 +278,7 @@ def _encode_constants(graph, precision, options, pinned, stats, hessians=None, q
             if axes is not None:
                 float_weights[name] = values
             if axes is not None and hessians and name in hessians and name not in pinned:
-                q = gptq_quantize(node, values, enc, hessians[name])     # (17)-(20)
+                q = hessians.rounded(node, name, values, enc)             # (17)-(20)
             else:
                 q = quantize(values, enc)
             t.const = q.astype(storage_dtype(enc))

@@ -37,7 +37,7 @@ class Encoding:
 MIN_SCALE = float(np.finfo(np.float32).tiny)
 
 
-def _float32_scales(scales) -> np.ndarray:
+def float32_scales(scales) -> np.ndarray:
     return np.maximum(np.asarray(scales, np.float64), MIN_SCALE).astype(np.float32)
 
 
@@ -50,7 +50,7 @@ def activation_encoding(lo: float, hi: float, bits: int) -> Encoding:
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)             # (3)
     levels = 2 ** bits - 1
     scale = (hi - lo) / levels if hi > lo else 1.0                # (4)
-    scale = float(_float32_scales(scale))
+    scale = float(float32_scales(scale))
     offset = int(np.round(lo / scale))                            # (5)
     return Encoding(bits, False, np.array([scale], np.float32), np.array([offset], np.int32),
                     mins=np.array([scale * offset]), maxs=np.array([scale * (offset + levels)]))
@@ -75,7 +75,7 @@ def symmetric_encoding(absmax: np.ndarray, bits: int, axis: int = -1, block_axis
     """Signed symmetric encoding, one scale per entry of `absmax`: equation (6)."""
     absmax = np.asarray(absmax, np.float64).reshape(-1)
     qmax = 2 ** (bits - 1) - 1
-    scales = _float32_scales(np.where(absmax > 0, absmax / qmax, 1.0))
+    scales = float32_scales(np.where(absmax > 0, absmax / qmax, 1.0))
     return Encoding(bits, True, scales, np.zeros(len(scales), np.int32), axis, block_axis, block_size,
                     mins=-scales.astype(np.float64) * qmax, maxs=scales.astype(np.float64) * qmax)
 
@@ -85,7 +85,7 @@ def bias_encoding(input_scale: float, weight_scales: np.ndarray, axis: int, valu
     scales = np.float64(input_scale) * weight_scales.astype(np.float64)
     if values is not None:
         scales = np.maximum(scales, np.abs(np.asarray(values, np.float64)) / (2 ** 31 - 1))  # (8b)
-    scales = _float32_scales(scales)
+    scales = float32_scales(scales)
     return Encoding(32, True, scales, np.zeros(len(scales), np.int32), axis if len(scales) > 1 else -1)
 
 

@@ -8,6 +8,8 @@ run on our cpu backend (keep_tensors). Deterministic: one thread, the samples in
 column order.
 """
 
+import hashlib
+
 import numpy as np
 
 from ..errors import QnnBuildError
@@ -98,12 +100,29 @@ def input_rows(node, x: np.ndarray, w_shape, max_rows: int | None = None) -> lis
     return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1) for g in range(group)]
 
 
-def collect_hessians(graph, model, stream) -> dict[str, list[np.ndarray]]:
+class Hessians(dict):
+    """weight name -> H per group (17), and the integers (20) each weight took at an encoding: the
+    range search scores its candidates with the weights convert writes, and a candidate changes
+    activation ranges only, never a weight's values or scales, so the rounding is done once."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._rounded = {}
+
+    def rounded(self, node, name: str, values: np.ndarray, enc: Encoding) -> np.ndarray:
+        """gptq_quantize of the weight `name`, remembered by its values and encoding."""
+        key = (name, enc.key(), hashlib.sha256(np.ascontiguousarray(values).tobytes()).digest())
+        if key not in self._rounded:
+            self._rounded[key] = gptq_quantize(node, values, enc, self[name])
+        return self._rounded[key]
+
+
+def collect_hessians(graph, model, stream) -> Hessians:
     """(17) for every layer of gptq_layers: weight name -> H per group, float64. model: the float graph
     compiled and loaded with every tensor kept (convert.float_model); stream(): the calibration samples."""
     layers = gptq_layers(graph)
     if not layers:
-        return {}
+        return Hessians()
     sums: dict[str, list] = {}
     rows = {name: 0 for name in layers}
     for feeds in progress(stream(), "GPTQ, layer inputs", unit="sample"):
@@ -119,7 +138,7 @@ def collect_hessians(graph, model, stream) -> dict[str, list[np.ndarray]]:
             for a, m in zip(acc, mats):
                 a += m.T @ m
             rows[name] += mats[0].shape[0]
-    return {name: [2.0 * a / max(rows[name], 1) for a in acc] for name, acc in sums.items()}
+    return Hessians({name: [2.0 * a / max(rows[name], 1) for a in acc] for name, acc in sums.items()})
 
 
 def _as_matrix(node, values):

@@ -3,10 +3,10 @@ candidate that makes the quantized model's outputs closest to the float model's 
 samples. Equations: docs/quantization.md (13)-(16).
 
 Scoring runs the real cpu backend (the float simulation of the integer model), through a `compile_graph`
-callable convert hands in: the float graph and the graph quantized with the starting ranges are each
-compiled once, and every candidate is the starting library composed with the candidate's encodings
-and biases in place (runtime/reencode.py), quantized by the same quantize_graph as the model convert
-writes. Deterministic: a fixed candidate list, a fixed order, one thread, the first samples of the
+callable convert hands in: the graph quantized with the starting ranges is compiled once, and every
+candidate is that library composed with the candidate's encodings and biases in place
+(runtime/reencode.py), quantized by the same quantize_graph as the model convert writes. The float
+model's outputs come from the run that calibrated (a Reference), not from another compile. Deterministic: a fixed candidate list, a fixed order, one thread, the first samples of the
 set, a tie keeps the current range.
 """
 
@@ -42,6 +42,20 @@ class SearchResult:
     bias_correction: bool = False  # auto: (12) pays, (21b)
 
 
+@dataclasses.dataclass
+class Reference:
+    """The first calibration samples and the float model's outputs on them: what (13) compares with."""
+    samples: list     # feeds, one dict per sample
+    outputs: list     # the float model's outputs, one dict per sample
+
+
+def reference_outputs(model, stream: Callable) -> Reference:
+    """The Reference of a loaded float model (the one calibration ran) over the first SEARCH_SAMPLES
+    samples of stream()."""
+    feeds = [f for _, f in zip(range(SEARCH_SAMPLES), stream())]
+    return Reference(feeds, [model.run(f) for f in feeds])
+
+
 def candidate_ranges(stats, bits: int) -> list[tuple[float, float]]:
     """(14): minmax, percentiles clipping both tails, and the mse range (10); one per encoding."""
     s = stats
@@ -62,16 +76,17 @@ def _encoding_key(lo, hi, bits):
     return float(enc.scales[0]), int(enc.offsets[0])
 
 
-def search_ranges(graph, precision, stats, options, pinned, samples, compile_graph, hessians=None) -> SearchResult:
+def search_ranges(graph, precision, stats, options, pinned, reference: Reference, compile_graph,
+                  hessians=None) -> SearchResult:
     """The ranges (15) finds for `graph` (the float graph; not modified), or with act_range auto the
     best fixed method's (21).
-    samples(inputs) -> (count, stream): the calibration samples for a model's inputs (data/samples.py).
+    reference: the calibration samples that score and the float model's outputs on them.
     compile_graph(graph, precision name) -> load, where load(replace=None) is a session of `graph` compiled on
     the cpu backend, with `replace` (tensor -> (encoding, constant data)) put in place as it composes.
     hessians: GPTQ's, for weight_rounding gptq (the candidates are scored with the weights convert will
     write)."""
     auto = options.act_range == "auto"
-    scorer = _Scorer(graph, precision, stats, options, pinned, samples, compile_graph, hessians)
+    scorer = _Scorer(graph, precision, stats, options, pinned, reference, compile_graph, hessians)
     try:
         return _best_method(scorer, stats) if auto else _greedy(scorer, stats)
     finally:
@@ -144,7 +159,7 @@ def _significantly_lower(new: np.ndarray, old: np.ndarray) -> bool:
 class _Scorer:
     """(13) for a set of activation ranges, on the cpu backend."""
 
-    def __init__(self, graph, precision, stats, options, pinned, samples: Callable, compile_graph: Callable,
+    def __init__(self, graph, precision, stats, options, pinned, reference: Reference, compile_graph: Callable,
                  hessians=None):
         self._float_graph = copy.deepcopy(graph)
         self._args = (precision, stats, dataclasses.replace(options, act_range=SEARCH_START), pinned)
@@ -155,12 +170,8 @@ class _Scorer:
         self._hessians = hessians if options.bias_correction else None
         self._all_hessians = hessians
         self.bias_correction = options.bias_correction
-        load_float = compile_graph(copy.deepcopy(graph), "fp32")
         self._load = compile_graph(start_graph, precision.name)
-        with load_float() as ref_model:
-            _, stream = samples(ref_model.inputs)
-            self.samples = [feeds for _, feeds in zip(range(SEARCH_SAMPLES), stream())]
-            self._ref = [ref_model.run(f) for f in self.samples]
+        self.samples, self._ref = reference.samples, reference.outputs
         names = [n for n, v in self._ref[0].items() if np.issubdtype(v.dtype, np.floating)]
         self._power = {n: sum(float(np.sum(np.square(r[n], dtype=np.float64))) for r in self._ref) for n in names}
         self._biases = {n for n, t in start_graph.tensors.items()
