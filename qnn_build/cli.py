@@ -317,8 +317,9 @@ STEPS = {
                                 "another precision is refused"),
         O["target"].but(flags=("--target", "--soc"), help="where the build runs, for test.json and messages; the "
                         "htp loads its context only for this SoC"),
-        Option("agree_with", "an npu context binary: record in test.json how its outputs agree with the build's "
-               "(SQNR, LSB)", metavar="NPU_CTX"),
+        Option("agree_with", "a context binary of the backend this one's tests compare with (its configs' "
+               "agree_with: the htp's, the npu): record in test.json how its outputs agree with the build's "
+               "(SQNR, LSB)", metavar="CTX"),
         O["output"].but(help="test.json to write (also when a threshold is missed)"))),
     "release": Step("pack the zoo's libraries, model.json, test.json, runtime and MANIFEST.json into a "
                     "reproducible .tar.gz", cmd_release, (

@@ -38,7 +38,7 @@ def test_every_backend_has_its_configs_entry_and_one_name():
 
 
 def test_an_unknown_backend_lists_the_known_ones():
-    with pytest.raises(QnnBuildError, match=r"unknown backend 'gpu' \(known: cpu, npu"):
+    with pytest.raises(QnnBuildError, match=r"unknown backend 'gpu' \(known: cpu, htp, npu\)"):
         get_backend("gpu")
 
 
@@ -129,3 +129,18 @@ def test_the_sidecar_of_a_native_context_is_its_second_file(library, tmp_path):
     files = backend.context_files(tmp_path / "model.ctx")
     backend.build_context(library, files[0], placement=backend.placement(None))
     assert json.loads(files[1].read_text())["backend"] == "cpu"
+
+
+def test_a_backend_declares_which_backend_its_tests_compare_with(tmp_path):
+    assert get_backend("htp").agrees_with() == "npu" and get_backend("cpu").agrees_with() is None
+    from qnn_build.report.testrun import run_test
+    with pytest.raises(QnnBuildError, match=r"--agree-with: the cpu backend's tests compare with no other backend"):
+        run_test(tmp_path / "libmodel.so", tmp_path / "ref.npz", tmp_path / "data.npz", tmp_path / "test.json",
+                 backend="cpu", agree_with=tmp_path / "npu.ctx")
+    assert not any(tmp_path.iterdir())  # refused before anything ran or was written
+
+
+def test_every_module_of_the_package_registers_its_backend():
+    """Adding a backend is adding its module: the registry imports every one and finds its class."""
+    modules = sorted(p.stem for p in (PACKAGE / "backends").glob("*.py") if p.stem not in ("__init__", "contract", "native"))
+    assert sorted(BACKENDS) == modules and all(type(b).__module__ == f"qnn_build.backends.{n}" for n, b in BACKENDS.items())

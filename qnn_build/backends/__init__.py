@@ -1,6 +1,8 @@
-"""Backends: each one module implementing the contract of contract.py, registered here. The steps
-(context-binary, net-run, test), the SCons tool and the spec checks ask a backend through it and
-never branch on a backend's name. Adding one: docs/backends.md.
+"""Backends: each one module implementing the contract of contract.py. Every module of this package
+is imported here and each named Backend subclass in it registered once, so adding a backend is adding
+its module (and its configs/backends/<name>.yaml). The steps (context-binary, net-run, test), the SCons
+tool and the spec checks ask a backend through it and never branch on a backend's name. Adding one:
+docs/backends.md.
 
     contract   Backend, Session, Placement: the questions every backend answers
     native     what cpu and npu share: our C/C++ runtime (qnn_build/runtime)
@@ -8,13 +10,27 @@ never branch on a backend's name. Adding one: docs/backends.md.
     htp        Qualcomm's QNN HTP through onnxruntime-qnn (qnn_build/htp, docs/htp.md)
 """
 
+import importlib
+import pkgutil
+
 from ..errors import QnnBuildError
 from .contract import CONTEXT_INPUTS, Backend, Placement, Session
-from .cpu import Cpu
-from .htp import Htp
-from .npu import Npu
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (Cpu(), Npu(), Htp())}
+
+def _registered() -> dict[str, Backend]:
+    """One instance of every Backend subclass with a name in this package's modules, by name."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    found, classes = {}, list(Backend.__subclasses__())
+    while classes:
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        if cls.name:  # NativeBackend, the shared base of cpu and npu, has none
+            found[cls.name] = cls()
+    return dict(sorted(found.items()))
+
+
+BACKENDS: dict[str, Backend] = _registered()
 
 
 def get_backend(name: str) -> Backend:

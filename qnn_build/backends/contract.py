@@ -7,7 +7,8 @@ name. What it supports is declared once: the precisions it runs (and why not the
 configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in supports_op().
 
     supports     unsupported_reason(precision), supports_op(op_type, precision)
-    tests        test_settings(): its own test keys (test.<name>_samples, ...) and their defaults
+    tests        test_settings(): its own test keys (test.<name>_samples, ...) and their defaults;
+                 agrees_with(): the backend its tests compare with
     where        placement(where): what `backend@where` names (a machine target, an SoC, ...)
     finalize     context_input(precision): the artifact its context step reads;
                  context_files(output): every file that step writes (the SCons emitter asks);
@@ -105,6 +106,11 @@ class Backend(ABC):
         sets them as test.<name>_<setting> (htp_samples). From its yaml's `test`, which the spec schema
         (its test keys) and the spec checks read; a setting is a kind of the schema's $defs/backendTest."""
         return dict(package_configs().backends[self.name].get("test", {}))
+
+    def agrees_with(self) -> str | None:
+        """The backend its tests also run on the same samples, recording how the two agree (test.json
+        `agreement`; the htp's: the npu): its yaml's `agree_with`, which the build reads too."""
+        return package_configs().backends[self.name].get("agree_with")
 
     @abstractmethod
     def supports_op(self, op_type: str, precision: str) -> bool:

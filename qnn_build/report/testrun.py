@@ -10,7 +10,7 @@ test.json (small, flat, stable keys; no timings, so equal builds give equal byte
                         "reference_top1_accuracy"]}},
      "thresholds": {...}, "passed": bool, "failures": ["output logits: sqnr_db 41.2 is below ..."]
      [, "agreement": {"backend": "npu", "outputs": {name: {"sqnr_db", "max_lsb", "within_1_lsb"}}}]}
-agreement (the htp's tests): the npu on the same samples, against the build.
+agreement (the htp's tests): the backend it agrees_with (the npu) on the same samples, against the build.
 """
 
 import json
@@ -35,11 +35,13 @@ class TestFailed(QnnBuildError):
 def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=None, labels=None,
              samples=None, thresholds=None, name="", precision="", target="", threads=1,
              context=None, placement=None, agree_with=None) -> dict:
-    """placement: where the backend loads it (the htp's SoC; None: its own default). agree_with: an
-    npu context binary; its outputs on the same samples are compared with the build's
-    (`agreement`: SQNR of npu against the build, and their largest code difference in LSB)."""
+    """placement: where the backend loads it (the htp's SoC; None: its own default). agree_with: a
+    context binary of the backend this one's tests compare with (Backend.agrees_with: the htp's, the
+    npu); its outputs on the same samples are compared with the build's (`agreement`: SQNR of it
+    against the build, and their largest code difference in LSB)."""
     thresholds = dict(thresholds or {})
     _check_threshold_keys(thresholds)
+    other = _agreeing_backend(backend) if agree_with else None  # refused before anything runs
     model = get_backend(backend).load(model_lib, context=context, threads=threads, runtime=runtime,
                                       precision=precision or None, placement=placement)
     target = target or model.target  # not given: where the session runs (an htp context: its SoC)
@@ -52,7 +54,7 @@ def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=
     for feed in feeds:
         for out_name, value in model.run(feed).items():
             produced[out_name].append(value)
-    agreement = _agreement(model, produced, feeds, agree_with, runtime, threads) if agree_with else None
+    agreement = _agreement(model, produced, feeds, other, agree_with, runtime, threads) if agree_with else None
     outputs = {}
     for out_name, values in produced.items():
         if out_name not in ref.files:
@@ -79,7 +81,7 @@ def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=
         "failures": [metrics.describe(f) for f in failures],
     }
     if agreement is not None:
-        result["agreement"] = {"backend": "npu", "outputs": {n: {k: metrics.rounded(v) for k, v in m.items()}
+        result["agreement"] = {"backend": other, "outputs": {n: {k: metrics.rounded(v) for k, v in m.items()}
                                                             for n, m in agreement.items()}}
     write_text(output, json.dumps(result, indent=1, sort_keys=True) + "\n")
     if failures:
@@ -89,10 +91,20 @@ def run_test(model_lib, reference, data_path, output, *, backend="cpu", runtime=
     return result
 
 
-def _agreement(model, produced, feeds, npu_context, runtime, threads) -> dict:
-    """The npu's outputs on the same feeds against the build's (metrics.agreement), per output."""
-    with get_backend("npu").load(context=npu_context, threads=threads, runtime=runtime) as npu:
-        theirs = [npu.run(feed) for feed in feeds]
+def _agreeing_backend(backend: str) -> str:
+    """The backend whose context --agree-with gives: the one this backend's tests compare with."""
+    other = get_backend(backend).agrees_with()
+    if other is None:
+        raise QnnBuildError(f"--agree-with: the {backend} backend's tests compare with no other backend "
+                            f"(configs/backends/{backend}.yaml has no agree_with)")
+    return other
+
+
+def _agreement(model, produced, feeds, other, context, runtime, threads) -> dict:
+    """The other backend's outputs (the npu's) on the same feeds against the build's (metrics.agreement),
+    per output."""
+    with get_backend(other).load(context=context, threads=threads, runtime=runtime) as session:
+        theirs = [session.run(feed) for feed in feeds]
     return {name: metrics.agreement(np.stack([t[name] for t in theirs]), np.stack(values), model.encoding(name))
             for name, values in produced.items()}
 

@@ -285,7 +285,7 @@ class _Model:
     def _agreement_context(self, backend, precision) -> list:
         """The context this backend's tests compare with (its yaml's agree_with: the htp's, the npu's),
         when the spec builds that backend on the host at this precision."""
-        other = self.spec.configs.backends[backend].get("agree_with")
+        other = get_backend(backend).agrees_with()
         where = self.resolved.slots.get(other) if other else None
         if where is None or not where["available"] or self.spec.configs.unsupported_reason(precision, other) \
                 or self.spec.skip_reason(precision, other):
