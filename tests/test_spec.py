@@ -187,6 +187,29 @@ def test_a_backends_own_test_keys_come_from_its_yaml(project, tmp_path):
     assert resolve(load_spec(SPEC, configs), project).test[("w8a8", "cpu")]["thresholds"]["sqnr_db"] == 20
 
 
+def test_a_new_backends_own_kind_of_place_is_checked_by_the_schema_in_its_yaml(project, tmp_path):
+    """A backend placing on something new (here boards of configs/boards/) brings its files' schema
+    in its own yaml (placement_schema): no edit of the package's schemas."""
+    configs = tmp_path / "configs"
+    shutil.copytree(CONFIGS, configs)
+    (configs / "backends" / "dsp.yaml").write_text(
+        "name: dsp\ndescription: a board's DSP\navailable: true\nprecisions: [w8a8]\nplacements: boards\n"
+        "default_placement: tiny\nplacement_schema:\n  type: object\n  required: [name, cores]\n"
+        "  properties:\n    name: {type: string}\n    cores: {type: integer, minimum: 1}\n")
+    (configs / "boards").mkdir()
+    (configs / "boards" / "tiny.yaml").write_text("name: tiny\ncores: 2\n")
+    edit(project, "targets: cpu", "targets: [cpu, dsp]")
+    assert load_spec(SPEC, configs).targets == [("cpu", "x86_64-linux"), ("dsp", "tiny")]
+    (configs / "boards" / "tiny.yaml").write_text("name: tiny\ncores: none\n")
+    with pytest.raises(SpecError, match=r"boards/tiny.yaml:2: cores: expected an integer, got a string$"):
+        load_spec(SPEC, configs)
+    dsp = configs / "backends" / "dsp.yaml"
+    dsp.write_text(dsp.read_text().split("placement_schema")[0])
+    with pytest.raises(SpecError, match=r"backends/dsp.yaml:5: placements: no kind of place 'boards' \(known: "
+                                        r"targets, socs\); give its files' JSON Schema as placement_schema$"):
+        load_spec(SPEC, configs)
+
+
 # -- bad specs: exact file:line: key: message ---------------------------------------------------
 
 BAD = [

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..options import PRECISIONS, QUANTIZATION, Precision
 from .spec_error import SpecError
-from .validate import check_schema
+from .validate import check_against, check_schema, schema_problem
 from .yaml_source import YamlSource, display_path
 
 
@@ -116,7 +116,8 @@ def find_configs_dir(start) -> Path:
                     "directory, nor in the working directory")
 
 
-# A folder of places a backend yaml may name (`placements`) -> the configs.schema.json entry of its files.
+# A folder of places a backend yaml may name (`placements`) -> the configs.schema.json entry of its files;
+# another folder's files are checked against the backend yaml's own `placement_schema`.
 PLACEMENT_SCHEMAS = {"targets": "target", "socs": "soc"}
 
 
@@ -135,10 +136,9 @@ def load_configs(configs_dir) -> Configs:
     placements = {"targets": {name: source.data for name, source in targets.items()}}
     for source in backends.values():
         folder = source.data.get("placements", "targets")
-        if folder not in PLACEMENT_SCHEMAS:
-            raise source.error(("placements",), f"no kind of place '{folder}' (known: {', '.join(PLACEMENT_SCHEMAS)})")
         if folder not in placements:
-            placements[folder] = {path.stem: _load(path, PLACEMENT_SCHEMAS[folder]).data
+            check = _place_check(source, folder)
+            placements[folder] = {path.stem: check(YamlSource(path)).data
                                   for path in sorted(configs_dir.glob(f"{folder}/*.yaml"))}
     configs = Configs(
         dir=configs_dir,
@@ -159,6 +159,29 @@ def _identity(p: Precision) -> dict:
     """What the precision table says of a precision, as configs/ entries spell it."""
     return {"aliases": list(p.aliases), "kind": "quantized" if p.is_quantized else "float",
             "weight_bits": p.weight_bits, "activation_bits": p.act_bits}
+
+
+def _place_check(backend: YamlSource, folder: str):
+    """How a file of a backend's placement folder is checked: a kind this package knows
+    (PLACEMENT_SCHEMAS), else the schema its yaml gives (`placement_schema`)."""
+    if folder in PLACEMENT_SCHEMAS:
+        return lambda source: _checked(source, f"configs.schema.json#{PLACEMENT_SCHEMAS[folder]}")
+    schema = backend.data.get("placement_schema")
+    if schema is None:
+        raise backend.error(("placements",), f"no kind of place '{folder}' (known: {', '.join(PLACEMENT_SCHEMAS)}); "
+                                             "give its files' JSON Schema as placement_schema")
+    if schema_problem(schema):
+        raise backend.error(("placement_schema",), f"not a JSON Schema: {schema_problem(schema)}")
+
+    def check(source):
+        check_against(source, schema)
+        return source
+    return check
+
+
+def _checked(source: YamlSource, schema_name: str) -> YamlSource:
+    check_schema(source, schema_name)
+    return source
 
 
 def _load(path: Path, kind: str) -> YamlSource:

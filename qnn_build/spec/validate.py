@@ -10,6 +10,7 @@ from functools import lru_cache
 from importlib import resources
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from ..options import QUANTIZATION
 from .yaml_source import YamlSource
@@ -81,9 +82,26 @@ def check_schema(source: YamlSource, schema_name: str, data=None, base_path=(), 
     `data` defaults to the whole file; `base_path` is where it sits in the file (for line numbers);
     backend_tests: the backends' own test settings (load_schema).
     """
-    data = source.data if data is None else data
+    _raise_first(source, _validator(schema_name, backend_tests), source.data if data is None else data, base_path)
+
+
+def check_against(source: YamlSource, schema: dict) -> None:
+    """check_schema against a schema given as data (a backend's placement_schema for its places' files)."""
+    _raise_first(source, Draft202012Validator(schema), source.data, ())
+
+
+def schema_problem(schema: dict) -> str | None:
+    """Why `schema` is not a JSON Schema (draft 2020-12); None when it is one."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as e:
+        return e.message
+    return None
+
+
+def _raise_first(source: YamlSource, validator: Draft202012Validator, data, base_path) -> None:
     problems = []
-    for error in _validator(schema_name, backend_tests).iter_errors(data):
+    for error in validator.iter_errors(data):
         problems.extend(_describe(error))
     if problems:
         path, message = min(problems, key=lambda p: source.line_of(tuple(base_path) + p[0]))
