@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from ..data.model_io import IOInfo, NodeInfo
+from ..data.model_io import IOInfo
 from ..errors import QnnBuildError
 from ..spec.configs import package_configs
 
@@ -71,12 +71,10 @@ class Session(Protocol):
     def set_profiling(self, level: str) -> None:
         """'off', 'basic' or 'detailed': at 'detailed' every run() times each node."""
 
-    def nodes(self) -> list[NodeInfo]:
-        """The schedule a detailed profile times, in execution order."""
-
     def node_times_us(self) -> np.ndarray:
-        """Each node's time in the last run(), microseconds, in nodes() order (empty for a backend
-        that reports its nodes only in profile_nodes)."""
+        """Each node's time in the last run(), microseconds, in the order profile_nodes reads them
+        (our runtime's: its schedule, Model.nodes() of NodeInfo); empty for a backend that reports its
+        nodes only in profile_nodes (the htp)."""
 
     def profile_nodes(self, node_us: list[list[float]]) -> list[dict]:
         """profile.json's `nodes` (docs/formats.md) after the runs of a detailed profile; node_us:
