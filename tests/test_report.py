@@ -52,7 +52,8 @@ def check_the_htp_rows(root: Path, precision: str, soc: str, samples: int) -> No
     htp, npu = rows[(precision, slot)], rows[(precision, "npu")]
     metrics = key_metrics(read_test(folder / "test.json"))
     assert htp["sqnr_db"] == metrics["sqnr_db"] and htp["passed"] is True
-    assert htp["vs_npu"] == metrics["vs_npu"] and htp["vs_npu"].endswith(" LSB") and npu.get("vs_npu") is None
+    assert htp["agreement"] == metrics["agreement"] and htp["agreement"].startswith("npu ") and " dB " in htp["agreement"]
+    assert htp["agreement"].endswith(" LSB") and npu.get("agreement") is None
     assert htp["context_size"] == human_size([folder / f"model.htp.{kind}" for kind in ("onnx", "bin", "json")])
     assert htp["source"].endswith(" model.qdq.onnx") and npu["source"].endswith(" libmodel.so")
     assert htp["latency_us"] > 0 and htp["init_us"] > 0 and "debug" not in htp  # accuracy-debug: our runtime's
@@ -62,7 +63,7 @@ def check_the_htp_rows(root: Path, precision: str, soc: str, samples: int) -> No
     assert any(sum(node["cycles"]) > 0 for node in profile["nodes"])  # QNN's per-node events
     assert "mean cycles" in (pages / "profile.html").read_text()
     page = (root / "out/report/index.html").read_text()
-    assert f"<td>{slot}</td>" in page and htp["vs_npu"] in page
+    assert f"<td>{slot}</td>" in page and htp["agreement"] in page
 
 
 def _chromium() -> str:

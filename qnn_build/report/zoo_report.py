@@ -1,7 +1,7 @@
 """`qnn-build report` (`scons report`): the zoo as one HTML page a team opens, out/report/index.html.
 
-Per model, precision and backend slot (cpu, npu, htp@x-elite): SQNR, top-1 accuracy and the npu's
-agreement (the build's test.json), the size of what the context was finalized from (libmodel.so,
+Per model, precision and backend slot (cpu, npu, htp@x-elite): SQNR, top-1 accuracy and the
+agreement with the backend its tests compare with (the htp's: the npu) (the build's test.json), the size of what the context was finalized from (libmodel.so,
 model.qdq.onnx) and of the context binary (all its files: the htp's three), the init time (loading the
 context binary) and the latency (mean and p90 over the test samples, at most a slow backend's test
 samples, the context run as net-run runs it, at profiling level detailed), with
@@ -61,7 +61,7 @@ def _build_rows(model: dict, runtime, out_dir: Path, samples: int) -> list[dict]
                    "source": f"{human_size(source)} {Path(source).name}" if source else "-",
                    "context_size": human_size(files)}
             test = read_test(build["tests"].get(slot, "")) or {}
-            row.update({k: v for k, v in key_metrics(test).items() if k in ("sqnr_db", "accuracy", "top1", "vs_npu")})
+            row.update({k: v for k, v in key_metrics(test).items() if k in ("sqnr_db", "accuracy", "top1", "agreement")})
             row["passed"] = test.get("passed")
             page_dir = out_dir / model["name"] / f"{precision}-{slot}"
             cap = test.get("samples") or backend.test_settings().get("samples")  # as many as its test: a slow backend's few
@@ -110,7 +110,7 @@ def _model_section(name: str, rows: list[dict]) -> str:
                     for p in precisions] for b in backends}
     charts = (bar_chart(precisions, series("sqnr_db"), "SQNR (dB)", f"{name}: SQNR by precision and backend") +
               bar_chart(precisions, series("latency_us"), "latency (us)", f"{name}: latency by precision and backend"))
-    head = "".join(f"<th>{h}</th>" for h in ("precision", "backend", "SQNR dB", "top-1 acc", "vs npu", "finalized from",
+    head = "".join(f"<th>{h}</th>" for h in ("precision", "backend", "SQNR dB", "top-1 acc", "agreement", "finalized from",
                                             "context", "init us", "latency us", "p90 us", "test", "pages"))
     body = []
     for r in rows:
@@ -118,7 +118,7 @@ def _model_section(name: str, rows: list[dict]) -> str:
                                                                                    ("debug", "accuracy")) if r.get(k))
         status = {True: "passed", False: "FAILED", None: "-"}[r.get("passed")]
         body.append(f"<tr><td>{r['precision']}</td><td>{r['backend']}</td><td>{_cell(r.get('sqnr_db'), '.1f')}</td>"
-                    f"<td>{_cell(r.get('accuracy'), '.2%')}</td><td>{_cell(r.get('vs_npu'))}</td>"
+                    f"<td>{_cell(r.get('accuracy'), '.2%')}</td><td>{_cell(r.get('agreement'))}</td>"
                     f"<td>{escape(r['source'])}</td><td>{r['context_size']}</td>"
                     f"<td>{_cell(r.get('init_us'), '.0f')}</td><td>{_cell(r.get('latency_us'), '.1f')}</td>"
                     f"<td>{_cell(r.get('latency_p90_us'), '.1f')}</td><td>{status}</td><td>{links}"
@@ -140,8 +140,9 @@ def build_report(config: dict, output, samples: int = 8) -> dict:
     title = f"{config.get('zoo', 'zoo')} {config.get('zoo_version', '')}".strip()
     toc = " · ".join(f'<a href="#{escape(n)}">{escape(n)}</a>' for n in names)
     body = (f"<p>{len(rows)} builds of {len(names)} models. SQNR and top-1 accuracy from each build's test "
-            f"(against the float source on onnxruntime); vs npu: the npu's agreement with the build on the same "
-            f"samples (its SQNR against it, the largest difference in output codes); context: every file of the "
+            f"(against the float source on onnxruntime); agreement: the backend a build's tests compare "
+            f"with (the htp's: the npu) on the same samples, its SQNR against the build and the largest difference "
+            f"in output codes; context: every file of the "
             f"context binary; init: loading it; latency: the mean and p90 of {samples} test samples (at most a slow "
             f"backend's test samples), one thread, on this machine (the htp's: Qualcomm's HTP emulation, not a "
             f"device). {toc}</p>" +
