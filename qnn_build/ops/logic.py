@@ -1,4 +1,5 @@
-"""Comparisons and logic: bool outputs from float32 / integer operands (comparisons) or from bools."""
+"""Comparisons and logic: bool outputs from float32 / integer operands (comparisons), from bools,
+or from float32 (IsNaN: graphs that mask what a featurizer left undefined)."""
 
 import numpy as np
 
@@ -21,5 +22,11 @@ def _logic(node, graph):
     return [same(node)]
 
 
+def _is_nan(node, graph):
+    require_dtype(node, graph, node.inputs, (np.float32,))
+    require_dtype(node, graph, node.outputs, (np.bool_,))
+    return [same(node)]
+
+
 RULES = [OpRule(op, _compare) for op in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")] + [
-    OpRule(op, _logic) for op in ("And", "Or", "Xor", "Not")]
+    OpRule(op, _logic) for op in ("And", "Or", "Xor", "Not")] + [OpRule("IsNaN", _is_nan)]

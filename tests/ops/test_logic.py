@@ -28,6 +28,10 @@ CASES = [
     OpCase("Or", {"a": b(3, 4), "b": b(4)}, id="or_broadcast"),
     OpCase("Xor", {"a": b(2, 3, 4), "b": b(2, 1, 4)}, id="xor"),
     OpCase("Not", {"a": b(5, 7)}, id="not"),
+    OpCase("IsNaN", {"x": np.array([[0.0, np.nan, -np.inf, np.inf], [-0.0, 1e-45, -np.nan, 3.5]], np.float32)},
+           id="is_nan_specials"),
+    OpCase("IsNaN", {"x": np.where(rng.random((3, 17)) > 0.7, np.nan, r(3, 17)).astype(np.float32)}, opset=20,
+           id="is_nan_masked"),
 ]
 
 

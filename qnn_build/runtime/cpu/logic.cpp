@@ -1,5 +1,7 @@
 // Comparisons and logic, broadcasting: Equal, Greater, GreaterOrEqual, Less, LessOrEqual (float32,
-// int32, int64, 8/16-bit integer or bool operands of one dtype; bool output), And, Or, Xor, Not (bool).
+// int32, int64, 8/16-bit integer or bool operands of one dtype; bool output), And, Or, Xor, Not (bool),
+// IsNaN (float32 to bool).
+#include <cmath>
 #include <functional>
 
 #include "broadcast_loop.h"
@@ -69,6 +71,20 @@ void run_not(Node& n, const ExecContext&) {
     for (int64_t i = 0, total = n.out[0]->numel(); i < total; ++i) y[i] = x[i] ? 0 : 1;
 }
 
+bool prepare_is_nan(Node& n, std::string& err) {
+    if (n.in[0]->dtype != QNNB_FLOAT32 || n.out[0]->dtype != QNNB_BOOL || n.in[0]->numel() != n.out[0]->numel()) {
+        err = "IsNaN takes a float32 tensor to a bool one of the same size";
+        return false;
+    }
+    return true;
+}
+
+void run_is_nan(Node& n, const ExecContext&) {
+    const float* x = n.in[0]->in<float>();
+    uint8_t* y = n.out[0]->out<uint8_t>();
+    for (int64_t i = 0, total = n.out[0]->numel(); i < total; ++i) y[i] = std::isnan(x[i]) ? 1 : 0;
+}
+
 const Kernel kKernels[] = {
     {"Equal", prepare_compare, run_equal},
     {"Greater", prepare_compare, run_greater},
@@ -79,6 +95,7 @@ const Kernel kKernels[] = {
     {"Or", prepare_compare, run_or},
     {"Xor", prepare_compare, run_xor},
     {"Not", prepare_not, run_not},
+    {"IsNaN", prepare_is_nan, run_is_nan},
 };
 
 }  // namespace
