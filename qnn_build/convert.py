@@ -196,10 +196,14 @@ def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats
     with float_model(graph) as model:
         count, stream = iter_samples(calibration, model.inputs)
         if stats is None:
-            stats = collect_stats(model, count, stream)
+            stats = collect_stats(model, count, stream, constants=constant_names(graph))
         hessians = collect_hessians(graph, model, stream) if gptq else None
         reference = reference_outputs(model, stream) if search else None
     return stats, hessians, reference
+
+
+def constant_names(graph: Graph) -> frozenset:
+    return frozenset(name for name, t in graph.tensors.items() if t.is_const)
 
 
 @contextmanager
@@ -230,7 +234,7 @@ def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes
     lower_rnn: as convert does for quantized precisions, so the statistics cover the unrolled tensors."""
     graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle, lower_rnn=lower_rnn)
     with float_model(graph) as model:
-        stats = collect_stats(model, *iter_samples(calibration, model.inputs))
+        stats = collect_stats(model, *iter_samples(calibration, model.inputs), constants=constant_names(graph))
     if out_path:
         stats.save(out_path)
     return stats

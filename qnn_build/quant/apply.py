@@ -269,7 +269,10 @@ def _encode_constants(graph, precision, options, pinned, stats, hessians=None, q
             elif axes is not None:
                 enc = _weight(node, graph, values, axes, weight_bits, options)
             else:
-                absmax = np.array([np.abs(values).max() if values.size else 0.0])
+                # over the finite values: an infinite one (the -inf a max-reduction starts from)
+                # becomes the encoding's extreme code
+                finite = values[np.isfinite(values)]
+                absmax = np.array([np.abs(finite).max() if finite.size else 0.0])
                 enc = symmetric_encoding(absmax, max(param_bits, ADDED_BITS) if is_added(node, index) else param_bits)
             if enc.is_float:
                 t.const = values.astype(np.float16)

@@ -54,8 +54,11 @@ class Stats(dict):
         return stats
 
 
-def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins: int = HIST_BINS) -> Stats:
-    """Run `model` (a runtime Model with keep_tensors=True) over the samples: two passes."""
+def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins: int = HIST_BINS,
+                  constants: frozenset = frozenset()) -> Stats:
+    """Run `model` (a runtime Model with keep_tensors=True) over the samples: two passes. The
+    tensors named in `constants` are left out: their values are known (and may be infinite by
+    design: the -inf a max-reduction starts from)."""
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     sums: dict[str, np.ndarray] = {}
@@ -64,6 +67,8 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
         tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if np.issubdtype(np.asarray(v).dtype, np.floating)},
                    **model.tensors()}
         for name, t in tensors.items():
+            if name in constants:
+                continue
             if not np.all(np.isfinite(t)):
                 raise QnnBuildError(f"calibration: tensor '{name}' became NaN or Inf")
             lo[name] = min(lo.get(name, np.inf), float(t.min()))
@@ -76,6 +81,8 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
         model.run(feeds)
         tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if k in lo}, **model.tensors()}
         for name, t in tensors.items():
+            if name not in lo:
+                continue
             if hi[name] > lo[name]:
                 h, _ = np.histogram(t, bins=bins, range=(lo[name], hi[name]))
                 hists[name] += h
