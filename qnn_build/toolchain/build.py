@@ -9,6 +9,7 @@ The host builds with g++ (or $CXX); other targets with zig's clang (the `ziglang
 cache lives under the same cache directory.
 """
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -170,10 +172,25 @@ def _runtime_objects(target: Target, flags: list[str], jobs=None) -> list[Path]:
         return obj
 
     # zig compiles its libc++ on first use, once per target: one source first, the rest in parallel.
+    # Processes wanting the same objects (test workers, parallel builds) take turns: the second
+    # finds them compiled instead of compiling each again beside the first.
     sources = runtime_sources(target)
-    first = [compile_one(sources[0])]
-    with ThreadPoolExecutor(jobs or os.cpu_count() or 2) as pool:
-        return first + list(pool.map(compile_one, sources[1:]))
+    with exclusive(obj_dir / f".{common.hexdigest()[:16]}.lock"):
+        first = [compile_one(sources[0])]
+        with ThreadPoolExecutor(jobs or os.cpu_count() or 2) as pool:
+            return first + list(pool.map(compile_one, sources[1:]))
+
+
+@contextmanager
+def exclusive(lock_file: Path):
+    """Hold an exclusive lock on `lock_file` (created if missing); the system releases it if the
+    holder dies, so an interrupted build never leaves the next one waiting."""
+    with open(lock_file, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _link_flags(target: Target, target_dir: Path) -> list[str]:
