@@ -209,3 +209,13 @@ def test_each_steps_stamp_covers_every_module_the_step_runs(step):
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     covered = {Path(p).resolve() for p in source_files(step)}
     assert [f for f in loaded if Path(f).resolve() not in covered] == []
+
+
+def test_what_a_backend_declares_it_runs_is_in_its_steps_stamps():
+    """configs/backends/htp.yaml `runs`: its package and distributions, so an upgrade of QNN reruns its steps."""
+    from qnn_build.sconstool.stamps import PACKAGE, PACKAGES, source_files
+
+    for step in ("context-binary", "test", "report"):
+        assert {"onnxruntime", "onnxruntime-qnn"} <= set(PACKAGES[step])
+        assert (PACKAGE / "htp" / "session.py").resolve() in {p.resolve() for p in source_files(step)}
+    assert (PACKAGE / "htp" / "session.py").resolve() not in {p.resolve() for p in source_files("convert")}

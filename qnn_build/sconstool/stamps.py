@@ -8,8 +8,9 @@ one that describes it:
     out/tool-versions/convert.json     qnn-build, sha256 of the converter's Python sources, onnx, numpy,
                                        OpenBLAS's environment (OPENBLAS_*: its kernels' rounding; so test)
     out/tool-versions/model-lib.json   qnn-build, sha256 of toolchain/ and qnnb.h, the C++ compiler
-    out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy; for
-                                       the htp also onnx, onnxruntime and onnxruntime-qnn (QNN itself)
+    out/tool-versions/context-binary.json  sha256 of the ctypes binding and the context step, numpy; and
+                                       what the backends declare they run (their yaml's `runs`: the
+                                       htp's package, onnx, onnxruntime and onnxruntime-qnn, QNN itself)
                                        (the runtime library is a source of the step)
     out/tool-versions/runtime.json     sha256 of toolchain/, the compiler, what -march=native means here
                                        (the C++ sources themselves are sources of the runtime step)
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..atomic import write_text
+from ..spec.configs import package_configs
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -38,10 +40,15 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # convert: everything but what it never imports, so a new converter module is covered by default.
 COMMON = ["__init__.py", "__main__.py", "cli.py", "options.py", "errors.py", "atomic.py", "log.py",
           "data/__init__.py", "data/json_file.py"]  # cli.py reads --config files with it
-NOT_CONVERTER = ("sconstool", "report", "htp")
+# What a backend runs beyond the shared code, as its configs/backends/<name>.yaml declares (`runs`):
+# its own package of qnn_build (the htp's: htp/) and the Python distributions it loads.
+_RUNS = [info.get("runs", {}) for info in package_configs().backends.values()]
+OWN_PACKAGES = [r["package"] for r in _RUNS if "package" in r]
+OWN_DISTRIBUTIONS = list(dict.fromkeys(d for r in _RUNS for d in r.get("distributions", [])))
+NOT_CONVERTER = ("sconstool", "report", *OWN_PACKAGES)
 # What loading and running a model on a backend imports (and no converter module: backends/npu.py);
-# the htp's: qnn_build/htp and the encodings of quant/ it quantizes the graph's inputs with.
-BACKENDS = ["backends", "runtime", "toolchain", "spec", "data", "htp", "quant"]
+# with the encodings of quant/ (the htp quantizes the graph's inputs with them).
+BACKENDS = ["backends", "runtime", "toolchain", "spec", "data", *OWN_PACKAGES, "quant"]
 SOURCES = {
     "convert": None,
     "model-lib": COMMON + ["toolchain", "spec", "runtime/include/qnnb.h"],
@@ -55,12 +62,12 @@ SOURCES = {
 PACKAGES = {
     "convert": ["onnx", "numpy"],
     "model-lib": ["ziglang"],  # the cross targets' compiler
-    "context-binary": ["numpy", "onnx", "onnxruntime", "onnxruntime-qnn"],  # the htp's: Qualcomm's QNN
+    "context-binary": ["numpy", *OWN_DISTRIBUTIONS],  # the htp's: onnxruntime and Qualcomm's QNN
     "runtime": ["scipy-openblas32", "ziglang"],
     "reference": ["onnx", "onnxruntime", "numpy"],
-    "test": ["numpy", "onnx", "onnxruntime", "onnxruntime-qnn"],
+    "test": ["numpy", *OWN_DISTRIBUTIONS],
     "release": [],
-    "report": ["onnx", "onnxruntime", "onnxruntime-qnn", "numpy"],  # the htp's contexts run in its rows
+    "report": list(dict.fromkeys(["onnx", "onnxruntime", "numpy", *OWN_DISTRIBUTIONS])),  # every backend's contexts run
 }
 COMPILED = ("model-lib", "runtime")
 # Steps whose numbers come from the cpu backend's float GEMM (calibration, test figures): OpenBLAS's
