@@ -30,7 +30,8 @@ def load_profile(path) -> dict:
 def node_means(profile: dict) -> dict[str, dict]:
     """Node name -> {op, mean_us} (a detailed profile; empty for basic). The htp's nodes are QNN's
     events: no op type, and their mean in emulated cycles (node_unit)."""
-    return {n["name"]: {"op": n.get("op", "-") + (f"+{n['fused']}" if n.get("fused") else ""), "mean_us": n["stats"]["mean"],
+    return {n["name"]: {"op": n.get("op", "-") + (f"+{n['fused']}" if n.get("fused") else ""),
+                        "mean_us": n["stats"]["mean"],
                         "outputs": n.get("outputs", [])}
             for n in profile.get("nodes", []) if n.get("stats")}
 

@@ -39,7 +39,8 @@ def key_metrics(test: dict) -> dict:
     agree = list(other.get("outputs", {}).values())
     sqnr = min((m["sqnr_db"] for m in agree if "sqnr_db" in m), default=None)
     lsb = max((m["max_lsb"] for m in agree if "max_lsb" in m), default=None)
-    agreement = None if sqnr is None else f"{other.get('backend', '?')} {sqnr:.1f} dB" + ("" if lsb is None else f" {lsb} LSB")
+    agreement = None if sqnr is None else \
+        f"{other.get('backend', '?')} {sqnr:.1f} dB" + ("" if lsb is None else f" {lsb} LSB")
     return {"sqnr_db": worst("sqnr_db", min), "rel_err": worst("rel_err", max), "top1": worst("top1", min),
             "accuracy": worst("top1_accuracy", min), "agreement": agreement}
 

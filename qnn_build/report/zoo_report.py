@@ -1,10 +1,11 @@
 """`qnn-build report` (`scons report`): the zoo as one HTML page a team opens, out/report/index.html.
 
 Per model, precision and backend slot (cpu, npu, htp@x-elite): SQNR, top-1 accuracy and the
-agreement with the backend its tests compare with (the htp's: the npu) (the build's test.json), the size of what the context was finalized from (libmodel.so,
-model.qdq.onnx) and of the context binary (all its files: the htp's three), the init time (loading the
-context binary) and the latency (mean and p90 over the test samples, at most a slow backend's test
-samples, the context run as net-run runs it, at profiling level detailed), with
+agreement with the backend its tests compare with (the htp's: the npu), from the build's test.json;
+the size of what the context was finalized from (libmodel.so, model.qdq.onnx) and of the context
+binary (all its files: the htp's three); the init time (loading the context binary) and the latency
+(mean and p90 over the test samples, at most as many as its test used, the context run as net-run
+runs it, at profiling level detailed), with
 plots of SQNR and latency by precision and backend (inline SVG, report/svg.py). Each row links to
 its profile page (per-op and per-node tables, the Chrome trace / Perfetto JSON) and, for a quantized
 build, its accuracy-debug page (SQNR along the graph, the layer where the error jumps).
@@ -61,10 +62,12 @@ def _build_rows(model: dict, runtime, out_dir: Path, samples: int) -> list[dict]
                    "source": f"{human_size(source)} {Path(source).name}" if source else "-",
                    "context_size": human_size(files)}
             test = read_test(build["tests"].get(slot, "")) or {}
-            row.update({k: v for k, v in key_metrics(test).items() if k in ("sqnr_db", "accuracy", "top1", "agreement")})
+            row.update({k: v for k, v in key_metrics(test).items()
+                        if k in ("sqnr_db", "accuracy", "top1", "agreement")})
             row["passed"] = test.get("passed")
             page_dir = out_dir / model["name"] / f"{precision}-{slot}"
-            cap = test.get("samples") or backend.test_settings().get("samples")  # as many as its test: a slow backend's few
+            # as many samples as its test used: a slow backend's few (the htp's, in emulation)
+            cap = test.get("samples") or backend.test_settings().get("samples")
             try:
                 profile = _profile(files[0], backend.name, runtime, model["test_data"], min(samples, cap or samples))
                 profile["_path"] = f"{model['name']} {precision} {slot}"
@@ -85,8 +88,9 @@ def _build_rows(model: dict, runtime, out_dir: Path, samples: int) -> list[dict]
             # accuracy-debug re-runs our runtime's model library, keeping every tensor: backends that finalize it
             if precision not in ("fp32",) and backend.context_input(precision) == "model-lib":
                 try:
-                    report = accuracy_debug(model["source"], model["test_data"], model=build["library"], backend=backend.name,
-                                            input_values=model.get("input_values"), samples=samples)
+                    report = accuracy_debug(model["source"], model["test_data"], model=build["library"],
+                                            backend=backend.name, input_values=model.get("input_values"),
+                                            samples=samples)
                     write_report(report, page_dir / "debug")
                     row.update({"first_jump": report["first_jump"], "debug": f"{page_dir.name}/debug/index.html"})
                 except QnnBuildError as e:
@@ -110,8 +114,9 @@ def _model_section(name: str, rows: list[dict]) -> str:
                     for p in precisions] for b in backends}
     charts = (bar_chart(precisions, series("sqnr_db"), "SQNR (dB)", f"{name}: SQNR by precision and backend") +
               bar_chart(precisions, series("latency_us"), "latency (us)", f"{name}: latency by precision and backend"))
-    head = "".join(f"<th>{h}</th>" for h in ("precision", "backend", "SQNR dB", "top-1 acc", "agreement", "finalized from",
-                                            "context", "init us", "latency us", "p90 us", "test", "pages"))
+    head = "".join(f"<th>{h}</th>" for h in ("precision", "backend", "SQNR dB", "top-1 acc", "agreement",
+                                            "finalized from", "context", "init us", "latency us", "p90 us", "test",
+                                            "pages"))
     body = []
     for r in rows:
         links = " ".join(f'<a href="{name}/{r[k]}">{label}</a>' for k, label in (("profile", "profile"),

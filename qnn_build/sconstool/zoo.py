@@ -253,7 +253,8 @@ class _Model:
         build["contexts"][slot if not native else where["backend"]] = \
             _rel(ctx[0], self.root) if native else [_rel(f, self.root) for f in ctx]
         self.release_inputs += ctx[:1] if native else ctx
-        self.report_inputs += [*ctx, lib[0]] + ([] if native else [source])  # every context file; what it was finalized from
+        # every file of the context, and what it was finalized from
+        self.report_inputs += [*ctx, lib[0]] + ([] if native else [source])
         steps = [("runtime", str(self.runtime[0])), ("convert", str(converted[0])), ("model-lib", str(lib[0])),
                  ("context-binary", str(ctx[0]))]
         test = None

@@ -86,7 +86,8 @@ class Configs:
     def backend_tests(self) -> tuple:
         """((backend, (setting, ...)), ...): the test settings each backend declares (its yaml's
         `test`), which a spec sets as test.<backend>_<setting> (the htp's: htp_samples, htp_thresholds)."""
-        return tuple((name, tuple(sorted(info["test"]))) for name, info in sorted(self.backends.items()) if info.get("test"))
+        return tuple((name, tuple(sorted(info["test"]))) for name, info in sorted(self.backends.items())
+                     if info.get("test"))
 
     def backend_test_default(self, backend: str, setting: str):
         """A backend's default for one of its test settings (None: it declares none)."""

@@ -58,7 +58,8 @@ def load_schema(name: str, backend_tests: tuple = ()) -> dict:
         schema["properties"]["quantization"]["properties"] = keys
         kinds = schema["$defs"]["backendTest"]["properties"]
         schema["properties"]["test"]["properties"].update(
-            {f"{backend}_{setting}": {**kinds[setting], "description": kinds[setting]["description"].replace("{backend}", backend)}
+            {f"{backend}_{setting}": {**kinds[setting],
+                                      "description": kinds[setting]["description"].replace("{backend}", backend)}
              for backend, settings in backend_tests for setting in settings})
     elif name == "configs.schema.json":  # a zoo-wide `overrides` would pin one model's tensors in every model
         schema["$defs"]["precisions"]["properties"]["quantization"]["properties"] = {
