@@ -180,6 +180,8 @@ def test_net_run_profile_and_test_step_with_npu_agreement(context, converted, tm
     profile = json.loads((tmp_path / "out" / "profile.json").read_text())
     assert profile["backend"] == "htp" and profile["num_inferences"] == 3 and "retrieve_us" in profile
     assert any(sum(node["cycles"]) > 0 for node in profile["nodes"]), "QNN's per-node events (emulated cycles)"
+    viewed = qnn_build("profile-viewer", tmp_path / "out" / "profile.json")  # its nodes have no op, cycles not us
+    assert viewed.returncode == 0 and "mean cycles" in viewed.stdout, viewed.stderr
     assert (tmp_path / "out" / "Result_2" / "logits.raw").stat().st_size == 40
     spec = load_spec(ROOT / "models" / "digits_cnn.yaml")
     assert qnn_build("model-lib", "--cpp", out / "model.cpp", "--bin", out / "model.bin", "-o",
