@@ -3,8 +3,10 @@ libraries, each for one target (configs/targets/, targets.py; docs/targets.md).
 
 The runtime (qnn_build/runtime sources) builds once per content and target: objects, the library
 and the runner live in a cache directory keyed by a hash of the sources, the flags and the
-compiler's version, so every command line and test shares one build. A model library is model.cpp
-plus model.bin embedded with an assembler `.incbin` (no giant C array), linked against nothing.
+compiler's version, so every command line and test shares one build; processes wanting one that
+is being built (test workers, parallel steps) wait for it under a file lock. A model library is
+model.cpp plus model.bin embedded with an assembler `.incbin` (no giant C array), linked against
+nothing.
 The host builds with g++ (or $CXX); other targets with zig's clang (the `ziglang` wheel), whose
 cache lives under the same cache directory.
 """
@@ -18,7 +20,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
 
@@ -218,8 +220,25 @@ def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | No
     lib = target_dir / (RUNTIME_LIB if target.is_host else target.runtime_lib)
     runner = target_dir / target.runner
     stamp = target_dir / "runtime.key"
-    if lib.is_file() and runner.is_file() and stamp.is_file() and stamp.read_text().strip() == key:
+
+    def built() -> bool:
+        return lib.is_file() and runner.is_file() and stamp.is_file() and stamp.read_text().strip() == key
+
+    if built():
         return lib
+    # In the shared cache, one process builds and the others wanting the same runtime wait for it.
+    cache_dir = None if out_dir else target_dir.parent
+    if cache_dir:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive(cache_dir / f".{target_dir.name}.lock") if cache_dir else nullcontext():
+        if not built():
+            _compile_and_link(target, flags, jobs, lib, runner)
+            stamp.write_text(key + "\n")
+    return lib
+
+
+def _compile_and_link(target: Target, flags: list[str], jobs, lib: Path, runner: Path) -> None:
+    target_dir = lib.parent
     started = time.monotonic()
     log.info(f"compiling the runtime library for {target.name} (once per runtime source change; "
              "1-3 minutes)...")
@@ -236,9 +255,7 @@ def build_runtime(out_dir=None, flags=None, jobs=None, target: Target | str | No
     runner_objs = [str(s) for s in sorted(RUNNER_DIR.glob("*.cpp"))]
     _link([*compiler_command(target), CXX_STD, *flags, f"-I{INCLUDE_DIR}", *runner_objs, *map(str, objects),
            *extra], runner, f"linking qnn-net-run for {target.name}", env)
-    stamp.write_text(key + "\n")
     log.info(f"runtime library for {target.name} built in {time.monotonic() - started:.0f} s: {lib}")
-    return lib
 
 
 def build_runner(out_dir=None, target: Target | str | None = None) -> Path:
