@@ -39,12 +39,12 @@ CASES = [
     OpCase("Gemm", {"a": r(2, 37), "b": r(37, 5), "c": r(2, 5)}, attrs={"transA": 0}, id="gemm_m2_small"),
     OpCase("Gemm", {"a": r(40, 30), "b": r(1, 30), "c": r(40, 1)}, attrs={"transB": 1}, rtol=1e-4, atol=1e-5,
            id="gemm_n1"),
-    # Constant B over more than two rows: B packed into column panels at prepare (the last one partial).
-    OpCase("Gemm", {"a": r(20, 70)}, consts={"w": r(100, 70), "bias": r(100)}, attrs={"transB": 1},
-           rtol=1e-4, atol=1e-5, id="gemm_const_b_panels"),
-    OpCase("Gemm", {"a": r(5, 33), "c": r(5, 1)}, consts={"w": r(33, 50)}, input_order=["a", "w", "c"],
+    # Constant B over more than two rows, 64K weights or more: B packed into column panels at prepare.
+    OpCase("Gemm", {"a": r(20, 256)}, consts={"w": r(300, 256), "bias": r(300)}, attrs={"transB": 1},
+           rtol=1e-4, atol=1e-5, id="gemm_const_b_panels"),  # the last panel partial
+    OpCase("Gemm", {"a": r(5, 300), "c": r(5, 1)}, consts={"w": r(300, 250)}, input_order=["a", "w", "c"],
            attrs={"alpha": 0.5, "beta": 2.0}, rtol=1e-4, atol=1e-5, id="gemm_const_b_alpha_beta"),
-    OpCase("Gemm", {"a": r(7, 40)}, consts={"w": r(40, 48)}, rtol=1e-4, atol=1e-5, id="gemm_const_b_one_panel"),
+    OpCase("Gemm", {"a": r(7, 1400)}, consts={"w": r(1400, 48)}, rtol=1e-4, atol=1e-4, id="gemm_const_b_one_panel"),
     OpCase("MatMul", {"a": r(1, 1, 500)}, consts={"w": r(500, 300)}, rtol=1e-4, atol=1e-5, id="matmul_m1_const"),
     OpCase("MatMul", {"a": r(6, 1, 40), "b": r(6, 40, 30)}, rtol=1e-4, atol=1e-5, id="matmul_batched_m1"),
     OpCase("MatMul", {"a": r(6, 50, 40), "b": r(6, 40, 1)}, rtol=1e-4, atol=1e-5, id="matmul_batched_n1"),
@@ -76,7 +76,8 @@ THREAD_CASES = [
     OpCase("MatMul", {"a": r(8, 1, 70), "b": r(8, 70, 600)}, id="batched_m1"),
     OpCase("Gemm", {"a": r(1, 300)}, consts={"w": r(1000, 300)}, attrs={"transB": 1}, id="gemm_m1_trans_b"),
     OpCase("Gemm", {"a": r(2, 300)}, consts={"w": r(300, 1000)}, id="gemm_m2"),
-    OpCase("Gemm", {"a": r(9, 60)}, consts={"w": r(250, 60), "bias": r(250)}, attrs={"transB": 1}, id="gemm_const_b_panels"),
+    OpCase("Gemm", {"a": r(9, 300)}, consts={"w": r(250, 300), "bias": r(250)}, attrs={"transB": 1},
+           id="gemm_const_b_panels"),
 ]
 
 

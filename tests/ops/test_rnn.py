@@ -69,6 +69,8 @@ CASES = [
     rnn_case("LSTM", "seq_lens_with_zero", seq_lens=[4, 0, 2], init=True),
     rnn_case("LSTM", "batch11_hidden40", seq=3, batch=11, hidden=40, init=True),  # 8+3 rows, ragged panel
     rnn_case("LSTM", "y_only", n_outputs=1),
+    # W of 64K floats or more per direction: the input projection by W packed at prepare.
+    rnn_case("LSTM", "packed_w", seq=3, batch=2, inp=256, hidden=64, direction="bidirectional", init=True),
     rnn_case("LSTM", "opset7", opset=7, init=True, peep=True),
     rnn_case("LSTM", "activations", activations=["HardSigmoid", "LeakyRelu", "Softsign"],
              activation_alpha=[0.3, 0.05], activation_beta=[0.6]),
@@ -89,6 +91,7 @@ CASES = [
     rnn_case("GRU", "batch13_hidden20", batch=13, hidden=20),
     rnn_case("GRU", "seq_lens_varied_reverse", seq_lens=[2, 4, 3], direction="reverse", init=True),
     rnn_case("GRU", "activations", activations=["HardSigmoid", "Softsign"]),
+    rnn_case("GRU", "packed_w", seq=3, batch=2, inp=256, hidden=86, linear_before_reset=1),
     # RNN
     rnn_case("RNN", "seq1_batch1", seq=1, batch=1),
     rnn_case("RNN", "defaults", init=True),

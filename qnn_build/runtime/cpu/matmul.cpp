@@ -145,7 +145,7 @@ bool prepare_gemm(Node& node, std::string& err) {
         s.c_row_stride = rows == 1 ? 0 : cols;
         s.c_col_stride = cols == 1 ? 0 : 1;
     }
-    if (b->is_const() && !s.trans_a && s.m > kSmallM && s.n > 1 && s.k > 0)
+    if (b->is_const() && !s.trans_a && s.m > kSmallM && s.n > 1 && s.k * s.n >= kConstBMinWeights)
         pack_const_b(b->in<float>(), s.k, s.n, s.trans_b, s.packed_b);
     return true;
 }

@@ -225,7 +225,7 @@ bool prepare_rnn(Node& n, std::string& err, int64_t gates, int64_t acts_per_dir)
     s.packed.resize(static_cast<size_t>(s.dirs * s.parts()));
     if (r->is_const())
         for (int64_t d = 0; d < s.dirs; ++d) pack_direction(s, r, d);
-    if (w->is_const()) {
+    if (w->is_const() && s.input * s.gh() >= kConstBMinWeights) {
         s.w_packed.resize(static_cast<size_t>(s.dirs));
         for (int64_t d = 0; d < s.dirs; ++d)
             pack_const_b(w->in<float>() + d * s.gh() * s.input, s.input, s.gh(), true, s.w_packed[static_cast<size_t>(d)]);
