@@ -12,9 +12,24 @@ def runtime_built():
     return path
 
 
+def pytest_configure(config):
+    """`-n N` distributes with loadgroup (below) rather than xdist's default, load. Set here rather
+    than in pyproject's addopts, where `--dist` would stop `-p no:xdist` runs from parsing. Workers
+    parse the command line again: the controller tells them through workerinput."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+    if getattr(config, "workerinput", {}).get("loadgroup"):
+        config.option.loadgroup = True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput["loadgroup"] = node.config.option.dist == "loadgroup"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    """With `--dist loadgroup` (pyproject's addopts), the tests of a module that share one of its
+    """With `--dist loadgroup` (pytest_configure above), the tests of a module that share one of its
     module- or session-scoped fixtures run on one xdist worker: what the fixture builds (a zoo
     conversion, a SCons project, a cluster) is made once, not on every worker its tests reach.
     Other tests are spread one by one, keeping both workers busy to the end."""
