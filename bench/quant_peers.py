@@ -102,7 +102,10 @@ def ort_static(src, dst, samples, method: str = "minmax", act_bits: int = 8, wei
     extra = {"CalibPercentile": percentile} if method == "percentile" else {}
     src = at_opset_13(src, pre.with_suffix(".opset13.onnx"))
     note = ""
-    with quiet():
+    # quant_pre_process and quantize_static leave files in the working directory (sym_shape_infer_temp.onnx,
+    # external *.data): run them in the work folder, with absolute paths.
+    src, pre, dst = Path(src).resolve(), pre.resolve(), Path(dst).resolve()
+    with quiet(), contextlib.chdir(pre.parent):
         try:
             quant_pre_process(str(src), str(pre))
         except Exception as e:  # noqa: BLE001 - any failure of the optional step
