@@ -5,6 +5,7 @@ once in a rotating order (so machine drift hits all alike), median over the roun
 """
 
 import glob
+import math
 import os
 import statistics
 import subprocess
@@ -138,20 +139,30 @@ def random_feeds(model_path: Path, dims: dict, seed: int = 0) -> dict[str, np.nd
     return feeds
 
 
-def interleaved_medians(runners: dict, rounds: int, warmup: int = 3, clock=time.perf_counter) -> dict[str, float]:
+def interleaved_medians(runners: dict, rounds: int, warmup: int = 3, clock=time.perf_counter,
+                        min_sample: float = 1e-3) -> dict[str, float]:
     """Median seconds per call of each runner, timed in rotating order. clock: time.perf_counter
     (wall time) or time.process_time (the process's CPU time: on a loaded machine a call that the
-    scheduler preempts is not charged the other processes' time slices)."""
-    for fn in runners.values():
+    scheduler preempts is not charged the other processes' time slices). A runner faster than
+    min_sample is called repeatedly within one sample (the same count for every round): a single
+    call of a few microseconds is dominated by the clock's own cost and by the caches the previous
+    runner left cold, so the order of the rotation would decide which runner looks faster."""
+    reps = {}
+    for n, fn in runners.items():
+        t0 = time.perf_counter()
         for _ in range(warmup):
             fn()
+        per_call = (time.perf_counter() - t0) / max(warmup, 1)
+        reps[n] = max(1, min(1000, math.ceil(min_sample / per_call))) if per_call > 0 else 1000
     names = list(runners)
     samples = {n: [] for n in names}
     for r in range(rounds):
         for n in names[r % len(names):] + names[: r % len(names)]:
+            fn, k = runners[n], reps[n]
             t0 = clock()
-            runners[n]()
-            samples[n].append(clock() - t0)
+            for _ in range(k):
+                fn()
+            samples[n].append((clock() - t0) / k)
     return {n: statistics.median(s) for n, s in samples.items()}
 
 
