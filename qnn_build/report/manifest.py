@@ -2,6 +2,9 @@
 
     {"format_version": 1, "zoo", "version",
      "tools": {the build's tool-versions.json},
+     "runtimes": {target: {"isa", "features", "dispatch"}}, what each lib/<target>/ runtime assumes of the
+                                                         CPU (isa, features) and the paths it takes at
+                                                         run time where the CPU has more (dispatch)
      "files": {archive path: {"sha256", "size"}},          every file but MANIFEST.json itself
      "models": {name: {"spec": {"path", "sha256"}, "source": {"path", "sha256"},
                        "builds": {"<precision>/<target>": {"library", "model_json",
@@ -23,12 +26,13 @@ def sha256(data: bytes) -> str:
 
 
 def build_manifest(zoo: str, version: str, tools: dict, files: dict[str, bytes], models: dict,
-                   skipped: list[str]) -> dict:
+                   skipped: list[str], runtimes: dict | None = None) -> dict:
     return {
         "format_version": FORMAT_VERSION,
         "zoo": zoo,
         "version": version,
         "tools": tools,
+        "runtimes": dict(sorted((runtimes or {}).items())),
         "files": {path: {"sha256": sha256(data), "size": len(data)} for path, data in sorted(files.items())},
         "models": models,
         "skipped": list(skipped),

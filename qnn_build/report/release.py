@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from ..atomic import write_bytes
 from ..errors import QnnBuildError
 from .manifest import build_manifest, dumps, sha256, test_summary
+from ..toolchain.targets import get_target
 
 EXECUTABLE_SUFFIXES = (".so", ".dll", ".dylib", ".exe", "/qnn-net-run")
 
@@ -39,9 +40,12 @@ def release(config: dict, output) -> dict:
     files: dict[str, bytes] = {}
     runtime = config["runtime"]
     files["include/qnnb.h"] = _read(runtime["header"])
+    runtimes = {}
     for each in [runtime, *config.get("cross_runtimes", [])]:
         for lib in each["libraries"]:
             files[f"lib/{each['target']}/{PurePosixPath(lib).name}"] = _read(lib)
+        target = get_target(each["target"])
+        runtimes[target.name] = {"isa": target.isa, "features": list(target.features), "dispatch": list(target.dispatch)}
     models = {}
     for model in config["models"]:
         builds = {}
@@ -77,7 +81,8 @@ def release(config: dict, output) -> dict:
             "builds": builds,
         }
     tools = _json(_read(config["tool_versions"]), config["tool_versions"])
-    manifest = build_manifest(config["zoo"], config["zoo_version"], tools, files, models, config.get("skipped", []))
+    manifest = build_manifest(config["zoo"], config["zoo_version"], tools, files, models, config.get("skipped", []),
+                              runtimes)
     files["MANIFEST.json"] = dumps(manifest).encode()
     write_bytes(output, pack(top, files))
     return manifest

@@ -12,8 +12,9 @@ one that describes it:
                                        what the backends declare they run (their yaml's `runs`: the
                                        htp's package, onnx, onnxruntime and onnxruntime-qnn, QNN itself)
                                        (the runtime library is a source of the step)
-    out/tool-versions/runtime.json     sha256 of toolchain/, the compiler, what -march=native means here
-                                       (the C++ sources themselves are sources of the runtime step)
+    out/tool-versions/runtime.json     sha256 of toolchain/, the compiler, the machine (its flags come
+                                       from configs/targets/, and the C++ sources themselves are sources
+                                       of the runtime step)
     out/tool-versions/reference.json   sha256 of the reference code, onnx, onnxruntime, numpy
     out/tool-versions/test.json        sha256 of the test code and the ctypes binding, numpy
     out/tool-versions/release.json     sha256 of the release code
@@ -56,7 +57,8 @@ SOURCES = {
     "runtime": COMMON + ["toolchain", "spec"],
     "reference": COMMON + ["data", "report/__init__.py", "report/reference.py"],
     "test": COMMON + BACKENDS + ["report/__init__.py", "report/metrics.py", "report/testrun.py"],
-    "release": COMMON + ["report/__init__.py", "report/release.py", "report/manifest.py"],
+    "release": COMMON + ["report/__init__.py", "report/release.py", "report/manifest.py",
+                "toolchain/targets.py", "spec"],
     "report": COMMON + BACKENDS + ["report"],
 }
 PACKAGES = {
@@ -103,14 +105,7 @@ def compiler_info(env_vars: dict) -> dict:
         version = out.stdout.splitlines()[0].strip()
     except (OSError, subprocess.CalledProcessError, IndexError):
         version = "not found"
-    native = ""
-    try:
-        out = subprocess.run([compiler, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
-                             env=env_vars, check=False)
-        native = next((line.split()[-1] for line in out.stdout.splitlines() if line.strip().startswith("-march=")), "")
-    except OSError:
-        pass
-    return {"compiler": compiler, "compiler_version": version, "march_native": native}
+    return {"compiler": compiler, "compiler_version": version}
 
 
 def _package_version(name: str) -> str:
@@ -135,7 +130,6 @@ def step_stamps(env_vars: dict) -> dict[str, dict]:
             stamp["compiler_version"] = compiler["compiler_version"]
         if step == "runtime":
             stamp["machine"] = platform.machine()
-            stamp["march_native"] = compiler["march_native"]
         stamps[step] = stamp
     return stamps
 

@@ -34,9 +34,10 @@ RUNTIME_LIB = "libqnnb.so"
 RUNTIME_SUBDIRS = ("core", "cpu", "npu")
 RUNNER_DIR = RUNTIME_DIR / "runner"
 
-# The host target (g++). Cross targets take their ISA flags from configs/targets/ plus CROSS_FLAGS.
+# Every target takes its ISA flags from configs/targets/; the host (g++) adds HOST_FLAGS, cross
+# targets CROSS_FLAGS.
 CXX_STD = "-std=c++17"
-RUNTIME_FLAGS = ["-O3", "-march=native", "-fPIC", "-fopenmp", "-fvisibility=hidden", "-ffp-contract=off"]
+HOST_FLAGS = ["-fopenmp", "-fvisibility=hidden", "-ffp-contract=off"]
 MODEL_FLAGS = ["-O1", "-fPIC", "-fvisibility=hidden"]
 # No OpenMP with zig: parallel.h splits work over std::thread instead (the same split).
 CROSS_FLAGS = ["-fvisibility=hidden", "-ffp-contract=off", "-pthread"]
@@ -93,7 +94,7 @@ def compiler_env(target: Target) -> dict | None:
 
 def runtime_flags(target: Target) -> list[str]:
     """The runtime's compile flags, with the target's name and ISA (qnnb_runtime_target/_isa)."""
-    flags = list(RUNTIME_FLAGS) if target.is_host else [*target.cxxflags, *CROSS_FLAGS]
+    flags = [*target.cxxflags, *(HOST_FLAGS if target.is_host else CROSS_FLAGS)]
     names = [f'-DQNNB_TARGET_NAME="{target.name}"', f'-DQNNB_TARGET_ISA="{target.isa}"']
     if target.context_target:
         names.append(f'-DQNNB_CTX_TARGET="{target.context_target}"')
@@ -124,7 +125,7 @@ def runtime_sources(target: Target | None = None) -> list[Path]:
 
 def runtime_headers() -> list[Path]:
     files = sorted(INCLUDE_DIR.glob("*.h")) + sorted((RUNTIME_DIR / "third_party").rglob("*.h"))
-    for sub in RUNTIME_SUBDIRS:
+    for sub in (*RUNTIME_SUBDIRS, "gemm"):
         files += sorted((RUNTIME_DIR / sub).glob("*.h")) + sorted((RUNTIME_DIR / sub).glob("*.inc"))
     return files
 

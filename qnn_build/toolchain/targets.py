@@ -26,6 +26,7 @@ class Target:
     machine: str              # x86_64 | aarch64
     isa: str                  # "armv8.2-a+dotprod": the instruction set the code assumes
     features: tuple[str, ...]
+    dispatch: tuple[str, ...]  # features of paths chosen at run time where the CPU has them
     compiler: str             # g++ | zig
     cxxflags: tuple[str, ...]
     shared_lib: str           # "lib{name}.so" | "{name}.dll"
@@ -42,7 +43,7 @@ class Target:
     def context_target(self) -> str | None:
         """The target field of a context binary for this target ("aarch64-linux+neon+dotprod"):
         compiled into its runtime as QNNB_CTX_TARGET, written by the host's context-binary step.
-        None for the host, whose runtime (-march=native) names its own features."""
+        None for the host, whose runtime names its own compiled features."""
         if self.is_host:
             return None
         return "+".join([f"{self.machine}-{self.os}", *self.features])
@@ -54,7 +55,8 @@ def all_targets() -> dict[str, Target]:
     out = {}
     for name, t in configs.targets.items():
         out[name] = Target(name=name, triple=t["triple"], os=t["os"], machine=t["machine"], isa=t["isa"],
-                           features=tuple(t.get("features", [])), compiler=t["compiler"],
+                           features=tuple(t.get("features", [])), dispatch=tuple(t.get("dispatch", [])),
+                           compiler=t["compiler"],
                            cxxflags=tuple(t["cxxflags"]), shared_lib=t["shared_lib"], runtime_lib=t["runtime_lib"],
                            runner=t["runner"], gemm=t["gemm"], emulator=tuple(t.get("emulator", [])),
                            is_host=name == configs.host_target)

@@ -19,7 +19,8 @@ from onnx import TensorProto, helper
 
 from qnn_build.errors import RuntimeFailure
 from qnn_build.runtime.binding import Model, load_context
-from qnn_build.toolchain import RUNTIME_DIR, RUNTIME_FLAGS, build_model_lib
+from qnn_build.toolchain import host_target
+from qnn_build.toolchain import RUNTIME_DIR, build_model_lib
 
 from .util import BACKEND, TARGET, VERSION, patch_header, xxh3_64
 
@@ -119,7 +120,7 @@ LOADER_SOURCES = ["ctx_read.cpp", "ctx_target.cpp", "checksum.cpp", "params.cpp"
                   "prepared.cpp"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
 # The same ISA flags as the runtime: the driver's target string must match the seed's.
-ISA = [f for f in RUNTIME_FLAGS if f.startswith("-m")]
+ISA = [f for f in host_target().cxxflags if f.startswith("-m")]
 
 
 def build_driver(out: Path, compiler: str, extra: list[str]) -> Path:

@@ -1,6 +1,7 @@
 """npu Conv, ConvTranspose, Gemm and MatMul against the NumPy golden model, exactly (0 LSB), on
-randomized one-op graphs; the fast paths against the reference loops (QNNB_NPU_REFERENCE=1) and
-across thread counts, byte for byte. docs/npu.md (N10)-(N15)."""
+randomized one-op graphs; the fast paths against the reference loops (QNNB_NPU_REFERENCE=1), the
+x86-64 baseline paths (QNNB_ISA=x86-64-v3, where the CPU would take AVX-512 ones) and across thread
+counts, byte for byte. docs/npu.md (N10)-(N15)."""
 
 import itertools
 
@@ -82,16 +83,17 @@ def const_ints(graph, name):
 
 
 def check_paths(lib, feeds, expected, monkeypatch, threads=(2,)):
-    """The default (fast) path at 1 thread and at `threads`, and the reference loops, all equal
-    `expected`."""
+    """The default (fast) path at 1 thread and at `threads`, the baseline ISA's fast paths and the
+    reference loops, all equal `expected`."""
     np.testing.assert_array_equal(run(lib, feeds), expected)
     for t in threads:
         np.testing.assert_array_equal(run(lib, feeds, threads=t), expected)
-    monkeypatch.setenv("QNNB_NPU_REFERENCE", "1")
-    try:
-        np.testing.assert_array_equal(run(lib, feeds), expected)
-    finally:
-        monkeypatch.delenv("QNNB_NPU_REFERENCE")
+    for variable in ("QNNB_ISA", "QNNB_NPU_REFERENCE"):
+        monkeypatch.setenv(variable, "x86-64-v3" if variable == "QNNB_ISA" else "1")
+        try:
+            np.testing.assert_array_equal(run(lib, feeds), expected, err_msg=variable)
+        finally:
+            monkeypatch.delenv(variable)
 
 
 # ---- Conv -----------------------------------------------------------------------------------------

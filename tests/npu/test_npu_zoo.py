@@ -1,6 +1,7 @@
 """The npu on every shipped model and quantized precision: close to the cpu backend's quantized
-simulation, and the same bytes at 1 and 2 threads, on the reference loops (QNNB_NPU_REFERENCE=1) and
-from a runtime compiled at -O0.
+simulation, and the same bytes at 1 and 2 threads, on the x86-64 baseline paths (QNNB_ISA=x86-64-v3,
+where the CPU would take AVX-512 ones), on the reference loops (QNNB_NPU_REFERENCE=1) and from a
+runtime compiled at -O0.
 
 How close: each op of the two backends agrees within 1 LSB (tests/npu/test_npu_*.py). Over a whole
 model, an intermediate that rounds the other way by 1 LSB is carried on by the ops after it, scaled
@@ -84,6 +85,9 @@ def test_npu_matches_cpu_within_bound_and_its_own_bytes_everywhere(tmp_path, spe
 
     same(run(lib, feeds, threads=2), "2 threads")
     same(run(lib, feeds, runtime=str(runtime_o0)), "the -O0 runtime")
+    monkeypatch.setenv("QNNB_ISA", "x86-64-v3")
+    same(run(lib, feeds), "the x86-64-v3 paths")
+    monkeypatch.delenv("QNNB_ISA")
     monkeypatch.setenv("QNNB_NPU_REFERENCE", "1")
     assert os.environ["QNNB_NPU_REFERENCE"] == "1"
     same(run(lib, feeds), "the reference loops")

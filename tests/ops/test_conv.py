@@ -100,3 +100,21 @@ CONVT_CASES = [
 @pytest.mark.parametrize("case", CONV_CASES + CONVT_CASES, ids=str)
 def test_conv(case):
     check_op(case)
+
+
+# One row per packed_gemm path (direct, pointwise, im2col, batched) with partial row and column tiles.
+ISA_CASES = [c for c in CONV_CASES if c.id in ("conv2d_direct", "conv2d_pointwise_blocks", "conv2d_small_im2col",
+                                               "conv1d_batched", "conv2d_group2_direct")]
+
+
+@pytest.mark.parametrize("case", ISA_CASES, ids=str)
+def test_conv_paths_give_the_same_bytes(case, monkeypatch):
+    """The x86-64 baseline tiles (QNNB_ISA=x86-64-v3, read when the weights are packed) give the bytes of
+    the AVX-512 ones where the CPU has them, and two threads the bytes of one (core/packed_gemm.h)."""
+    from onnx_backend import run_onnx
+    from .opcase import make_model
+    model = make_model(case)
+    here = run_onnx(model, case.inputs, threads=1)["y0"]
+    np.testing.assert_array_equal(run_onnx(model, case.inputs, threads=2)["y0"], here)
+    monkeypatch.setenv("QNNB_ISA", "x86-64-v3")
+    np.testing.assert_array_equal(run_onnx(model, case.inputs, threads=1)["y0"], here)

@@ -8,6 +8,7 @@
 
 #include "gemm.h"
 #include "graph_impl.h"
+#include "isa.h"
 #include "quant.h"
 
 namespace {
@@ -391,5 +392,6 @@ const char* qnnb_runtime_version(void) { return QNNB_RUNTIME_VERSION; }
 #endif
 const char* qnnb_runtime_target(void) { return QNNB_TARGET_NAME; }
 const char* qnnb_runtime_isa(void) { return QNNB_TARGET_ISA; }
+const char* qnnb_runtime_paths(void) { return qnnb::active_isa_name(); }
 
 }  // extern "C"

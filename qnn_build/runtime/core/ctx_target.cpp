@@ -78,7 +78,7 @@ const char* section_name(uint32_t id) {
 std::string runtime_target() {
 #if defined(QNNB_CTX_TARGET)
     // A cross target's runtime: the string its configs/targets/ file defines, so that the build
-    // machine can write contexts for it (Target.context_target in qnn_build/targets.py).
+    // machine can write contexts for it (Target.context_target in qnn_build/toolchain/targets.py).
     return QNNB_CTX_TARGET;
 #endif
 #if defined(__x86_64__)

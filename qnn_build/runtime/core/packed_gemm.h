@@ -16,9 +16,11 @@
 namespace qnnb {
 
 // A row-major in the kernel's tiles (zero-padded to whole tiles); its layout is the running
-// process's (it depends on the vector width), so it is made at prepare and never stored.
+// process's (it depends on the vector width chosen at run time), so it is made at prepare and never
+// stored. `wide`: packed for the AVX-512 tiles (core/isa.h), which then run it.
 struct PackedA {
     int64_t m = 0, k = 0;
+    bool wide = false;
     std::vector<float> tiles;
 };
 void pack_a(const float* a, int64_t m, int64_t k, int64_t lda, PackedA& out);

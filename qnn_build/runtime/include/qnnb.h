@@ -231,6 +231,10 @@ QNNB_EXPORT const char* qnnb_runtime_version(void);
  * it assumes ("armv8.2-a+dotprod"): what a context binary records and checks (docs/targets.md). */
 QNNB_EXPORT const char* qnnb_runtime_target(void);
 QNNB_EXPORT const char* qnnb_runtime_isa(void);
+/* The paths this process takes: the ISA above plus what is chosen at run time for this CPU
+ * ("x86-64-v3+avx512vnni" on an AVX-512 VNNI machine; QNNB_ISA=x86-64-v3 in the environment keeps
+ * to the baseline). Every path gives the same bytes (docs/targets.md, "Portable x86-64"). */
+QNNB_EXPORT const char* qnnb_runtime_paths(void);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,7 @@
 // (exact: every partial sum is bounded by the (N10) check that chose this path).
 #include "conv_common.h"
 
-#if QNNB_NPU_DOTPROD
+#if defined(__ARM_FEATURE_DOTPROD)
 #include <arm_neon.h>
 
 #include <cstring>

@@ -4,10 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#if QNNB_NPU_VNNI
-#include <immintrin.h>
-#endif
-
 namespace qnnb {
 namespace npu {
 
@@ -138,98 +134,7 @@ bool force_reference() {
     return v && *v && std::strcmp(v, "0") != 0;
 }
 
-#if QNNB_NPU_VNNI
-namespace {
-
-inline __m512i bcast4(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-
-template <int NV>
-void block_kernel(const int8_t* w, int64_t taps, int64_t kq, const uint8_t* const* rows, const int64_t* tap_off,
-                  int32_t* acc) {
-    __m512i c[kVnniRows][NV];
-    for (int r = 0; r < kVnniRows; ++r)
-        for (int v = 0; v < NV; ++v) c[r][v] = _mm512_setzero_si512();
-    for (int64_t t = 0; t < taps; ++t) {
-        const int64_t off = tap_off[t];
-        const uint8_t* r0 = rows[0] + off;
-        const uint8_t* r1 = rows[1] + off;
-        const uint8_t* r2 = rows[2] + off;
-        const uint8_t* r3 = rows[3] + off;
-        const uint8_t* r4 = rows[4] + off;
-        const uint8_t* r5 = rows[5] + off;
-        const int8_t* wt = w + t * kq * NV * 64;
-        for (int64_t q = 0; q < kq; ++q) {
-            __m512i wv[NV];
-            for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_si512(wt + (q * NV + v) * 64);
-            __m512i x;
-#define QNNB_ROW(R, P)                                                        \
-    x = bcast4(P + 4 * q);                                                    \
-    for (int v = 0; v < NV; ++v) c[R][v] = _mm512_dpbusd_epi32(c[R][v], x, wv[v]);
-            QNNB_ROW(0, r0)
-            QNNB_ROW(1, r1)
-            QNNB_ROW(2, r2)
-            QNNB_ROW(3, r3)
-            QNNB_ROW(4, r4)
-            QNNB_ROW(5, r5)
-#undef QNNB_ROW
-        }
-    }
-    for (int r = 0; r < kVnniRows; ++r)
-        for (int v = 0; v < NV; ++v) _mm512_storeu_si512(acc + r * kVnniBlock + v * 16, c[r][v]);
-}
-
-}  // namespace
-
-void vnni_requant(const VnniRequant& rq, int64_t c0, int vectors, const int32_t* acc, int rows, int32_t* out) {
-    if (rq.scalar_only) {
-        for (int r = 0; r < rows; ++r)
-            for (int i = 0; i < 16 * vectors; ++i) {
-                const int64_t a = acc[r * kVnniBlock + i];
-                out[r * kVnniBlock + i] = requantize_out((rq.negate ? -a : a) + rq.comp[c0 + i], rq.mult32[c0 + i],
-                                                         rq.shift32[c0 + i], rq.zp, rq.qmax);
-            }
-        return;
-    }
-    const __m512i zp = _mm512_set1_epi64(rq.zp), qmax = _mm512_set1_epi64(rq.qmax), zero = _mm512_setzero_si512();
-    for (int h = 0; h < 2 * vectors; ++h) {  // 8 channels at a time
-        const int64_t c = c0 + 8 * h;
-        const __m512i comp = _mm512_loadu_si512(rq.comp.data() + c), mult = _mm512_loadu_si512(rq.mult.data() + c);
-        const __m512i round = _mm512_loadu_si512(rq.round.data() + c), t = _mm512_loadu_si512(rq.t.data() + c);
-        for (int r = 0; r < rows; ++r) {
-            __m512i a = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * kVnniBlock + 8 * h)));
-            if (rq.negate) a = _mm512_sub_epi64(zero, a);
-            const __m512i total = _mm512_add_epi64(a, comp);
-            const __m512i low = _mm512_cvtepi32_epi64(_mm512_cvtepi64_epi32(total));  // total if it fits int32
-            const __mmask8 ok = _mm512_cmpeq_epi64_mask(low, total);
-            __m512i q = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(total, mult), round), t);
-            q = _mm512_min_epi64(_mm512_max_epi64(_mm512_add_epi64(q, zp), zero), qmax);
-            int32_t* o = out + r * kVnniBlock + 8 * h;
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm512_cvtepi64_epi32(q));
-            if (ok != 0xFF) {
-                alignas(64) int64_t tv[8];
-                _mm512_store_si512(tv, total);
-                for (int l = 0; l < 8; ++l)
-                    if (!((ok >> l) & 1))
-                        o[l] = requantize_out(tv[l], rq.mult32[c + l], rq.shift32[c + l], rq.zp, rq.qmax);
-            }
-        }
-    }
-}
-
-void vnni_block(const VnniWeights& p, int64_t cb, const uint8_t* const* rows, const int64_t* tap_off, int32_t* acc) {
-    const int8_t* w = p.data.data() + cb * p.taps * p.kq * 4 * 64;
-    switch (p.vectors(cb)) {
-        case 1: block_kernel<1>(w, p.taps, p.kq, rows, tap_off, acc); break;
-        case 2: block_kernel<2>(w, p.taps, p.kq, rows, tap_off, acc); break;
-        case 3: block_kernel<3>(w, p.taps, p.kq, rows, tap_off, acc); break;
-        default: block_kernel<4>(w, p.taps, p.kq, rows, tap_off, acc); break;
-    }
-}
-#elif !QNNB_NPU_DOTPROD
+#if !QNNB_NPU_BLOCK
 void vnni_block(const VnniWeights&, int64_t, const uint8_t* const*, const int64_t*, int32_t*) {}
 void vnni_requant(const VnniRequant&, int64_t, int, const int32_t*, int, int32_t*) {}
 #endif
@@ -258,6 +163,7 @@ void prepare_requant(const ChannelParams& p, int64_t first, const std::vector<in
     rq.zp = p.zp_y;
     rq.qmax = p.qmax;
     rq.negate = negate;
+    rq.avx512 = active_isa() == Isa::kAvx512Vnni;
 }
 
 }  // namespace npu

@@ -1,29 +1,25 @@
 // Shared by the npu's product kernels (conv.cpp: Conv, ConvTranspose; matmul.cpp: Gemm, MatMul):
 // the per-channel parameters of docs/npu.md (N10)-(N11), constant weights unpacked once, the
-// accumulator bound, and the AVX-512 VNNI u8 x s8 block kernel of the fast paths (N15).
+// accumulator bound, and the u8 x s8 block kernel of the fast paths (N15).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../core/isa.h"
 #include "../core/prepared.h"
 #include "npu.h"
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
-#define QNNB_NPU_VNNI 1
+// The block fast path exists on this target: vnni_block() and vnni_requant() below are real. On
+// x86-64 (block_x86.cpp) its AVX2 form is the baseline and an AVX-512 VNNI form is taken at run time
+// where the CPU has it (core/isa.h); on Arm its dot-product form (block_dotprod.cpp, the aarch64
+// targets' -mcpu=...+dotprod).
+#if defined(__AVX2__) || defined(__ARM_FEATURE_DOTPROD)
+#define QNNB_NPU_BLOCK 1
 #else
-#define QNNB_NPU_VNNI 0
+#define QNNB_NPU_BLOCK 0
 #endif
-// Arm's dot-product extension (the aarch64 targets' -mcpu=...+dotprod): the same block kernel on
-// vdotq_s32 (block_dotprod.cpp).
-#if defined(__ARM_FEATURE_DOTPROD) && !QNNB_NPU_VNNI
-#define QNNB_NPU_DOTPROD 1
-#else
-#define QNNB_NPU_DOTPROD 0
-#endif
-// The block fast path exists on this target: vnni_block() and vnni_requant() below are real.
-#define QNNB_NPU_BLOCK (QNNB_NPU_VNNI || QNNB_NPU_DOTPROD)
 
 namespace qnnb {
 namespace npu {
@@ -76,7 +72,7 @@ bool check_total_bound(const ChannelParams& p, int64_t a_max, int64_t b_max, int
 // reference loop (tests compare it with the fast paths byte for byte).
 bool force_reference();
 
-// ---- the VNNI block kernel (N15) ------------------------------------------------------------------
+// ---- the block kernel (N15), named after the VNNI instruction it was written for -----------------
 // acc[r][c] = sum_t sum_k x_r[tap_off[t] + k] * w[c][t][k] for 6 rows r and up to 64 channels c of
 // one channel block: x unsigned bytes (K padded to a multiple of 4 per tap), w signed bytes packed
 // by pack_vnni. Exact in int32 while the (N10) bound holds (rows are never more than K · 255 · 128).
@@ -88,6 +84,7 @@ struct VnniWeights {
     int64_t cblocks = 0;
     ArrayView<int8_t> data;                  // [cblock][tap][kq][vector][16 channels][4]
     ArrayView<int32_t> colsum;               // sum of each channel's weights (for the zero point)
+    bool avx512 = false;                     // the AVX-512 VNNI form (core/isa.h), chosen at prepare
     int vectors(int64_t cb) const {
         const int64_t left = channels - cb * kVnniBlock;
         return static_cast<int>(left >= kVnniBlock ? 4 : (left + 15) / 16);
@@ -103,6 +100,7 @@ void pack_vnni(Node& n, uint32_t slot, int64_t channels, int64_t taps, int64_t k
     p.taps = taps;
     p.kq = (k_per_tap + 3) / 4;
     p.cblocks = (channels + kVnniBlock - 1) / kVnniBlock;
+    p.avx512 = active_isa() == Isa::kAvx512Vnni;
     const int64_t block_bytes = taps * p.kq * 4 * 64;
     // Every (channel block, tap, kq, vector, lane, byte) position with its channel c and k.
     auto each = [&](auto visit) {
@@ -136,7 +134,7 @@ void pack_vnni(Node& n, uint32_t slot, int64_t channels, int64_t taps, int64_t k
 }
 
 // One channel block cb for 6 rows: rows[r] + tap_off[t] is row r's 4·kq bytes for tap t.
-// acc is [6][64]. Only with QNNB_NPU_BLOCK (AVX-512 VNNI or Arm dotprod).
+// acc is [6][64]. Only with QNNB_NPU_BLOCK.
 void vnni_block(const VnniWeights& p, int64_t cb, const uint8_t* const* rows, const int64_t* tap_off, int32_t* acc);
 
 // (N2)-(N3) on a block's accumulators, 8 channels per vector: total = ±acc + comp[c], then
@@ -149,6 +147,7 @@ struct VnniRequant {
     int32_t zp = 0, qmax = 255;
     bool negate = false;
     bool scalar_only = false;
+    bool avx512 = false;  // the AVX-512 form (core/isa.h), chosen at prepare
 };
 // Channels [first, first + comp.size()) of p, comp[i] for channel first + i; negate: total = −acc + comp
 // (Gemm with alpha < 0).

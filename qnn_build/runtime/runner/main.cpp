@@ -118,7 +118,8 @@ std::vector<ProfiledNode> schedule(const Graph& g) {
 int run(int argc, char** argv) {
     auto args = parse_args(argc, argv);
     if (args.count("version")) {
-        std::printf("qnn-net-run %s %s (%s)\n", qnnb_runtime_version(), qnnb_runtime_target(), qnnb_runtime_isa());
+        std::printf("qnn-net-run %s %s (%s)\npaths: %s\n", qnnb_runtime_version(), qnnb_runtime_target(),
+                    qnnb_runtime_isa(), qnnb_runtime_paths());
         return 0;
     }
     if (args.count("help") || args.count("h")) {
