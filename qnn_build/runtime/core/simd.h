@@ -1,8 +1,10 @@
 // Explicit vectors for kernels that must vectorise across columns, where the compiler left alone
 // may vectorise the wrong loop (a 25-tap depthwise sum became gathers across taps). GCC/Clang
-// vector extensions: one AVX-512 register here, two AVX2 or four NEON registers elsewhere. Lane
-// arithmetic is the scalar arithmetic element by element (no fused multiply-add: the runtime is
-// built with -ffp-contract=off), so a vector loop gives the bytes of its scalar loop.
+// vector extensions, one register of the build's widest vectors: 16 lanes with AVX-512, 8 on the
+// x86-64 baseline (AVX2), 4 elsewhere. A wider type than the registers was no good: GCC lowered a
+// 16-lane type on AVX2 through memory, the depthwise rows 10x slower. Lane arithmetic is the scalar
+// arithmetic element by element (no fused multiply-add: the runtime is built with -ffp-contract=off),
+// so a vector loop gives the bytes of its scalar loop whatever the width.
 #pragma once
 
 #include <cstdint>
@@ -10,15 +12,21 @@
 
 namespace qnnb {
 
+#if defined(__AVX512F__)
 constexpr int64_t kF32Lanes = 16;
-using f32x16 = float __attribute__((vector_size(64)));
+#elif defined(__AVX__)
+constexpr int64_t kF32Lanes = 8;
+#else
+constexpr int64_t kF32Lanes = 4;
+#endif
+using f32v = float __attribute__((vector_size(kF32Lanes * sizeof(float))));
 
-inline f32x16 load16(const float* p) {
-    f32x16 v;
+inline f32v loadv(const float* p) {
+    f32v v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
-inline void store16(float* p, f32x16 v) { std::memcpy(p, &v, sizeof v); }
-inline f32x16 splat16(float x) { return f32x16{} + x; }
+inline void storev(float* p, f32v v) { std::memcpy(p, &v, sizeof v); }
+inline f32v splatv(float x) { return f32v{} + x; }
 
 }  // namespace qnnb

@@ -298,24 +298,24 @@ void run_batched(Node& n, const ExecContext& ctx) {
 void depthwise_row(const float* const* src, const float* w, int64_t taps, float bias, int64_t n, float* __restrict y) {
     constexpr int64_t kBlock = 4 * kF32Lanes;
     auto block = [&](int64_t o) {
-        f32x16 a0 = splat16(bias), a1 = a0, a2 = a0, a3 = a0;
+        f32v a0 = splatv(bias), a1 = a0, a2 = a0, a3 = a0;
         for (int64_t t = 0; t < taps; ++t) {
             const float* s = src[t] + o;
-            const f32x16 wt = splat16(w[t]);
-            a0 += wt * load16(s);
-            a1 += wt * load16(s + kF32Lanes);
-            a2 += wt * load16(s + 2 * kF32Lanes);
-            a3 += wt * load16(s + 3 * kF32Lanes);
+            const f32v wt = splatv(w[t]);
+            a0 += wt * loadv(s);
+            a1 += wt * loadv(s + kF32Lanes);
+            a2 += wt * loadv(s + 2 * kF32Lanes);
+            a3 += wt * loadv(s + 3 * kF32Lanes);
         }
-        store16(y + o, a0);
-        store16(y + o + kF32Lanes, a1);
-        store16(y + o + 2 * kF32Lanes, a2);
-        store16(y + o + 3 * kF32Lanes, a3);
+        storev(y + o, a0);
+        storev(y + o + kF32Lanes, a1);
+        storev(y + o + 2 * kF32Lanes, a2);
+        storev(y + o + 3 * kF32Lanes, a3);
     };
     auto vector = [&](int64_t o) {
-        f32x16 a = splat16(bias);
-        for (int64_t t = 0; t < taps; ++t) a += splat16(w[t]) * load16(src[t] + o);
-        store16(y + o, a);
+        f32v a = splatv(bias);
+        for (int64_t t = 0; t < taps; ++t) a += splatv(w[t]) * loadv(src[t] + o);
+        storev(y + o, a);
     };
     if (n >= kBlock) {
         int64_t o = 0;
