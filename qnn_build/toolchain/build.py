@@ -35,12 +35,16 @@ RUNTIME_SUBDIRS = ("core", "cpu", "npu")
 RUNNER_DIR = RUNTIME_DIR / "runner"
 
 # Every target takes its ISA flags from configs/targets/; the host (g++) adds HOST_FLAGS, cross
-# targets CROSS_FLAGS.
+# targets CROSS_FLAGS. -ffp-contract=off: no fused multiply-add the source did not write, so every
+# width and path rounds alike. -fno-trapping-math: no float operation traps (we never unmask
+# exceptions), so GCC may if-convert a select before arithmetic; without it a loop like
+# `x < lo ? lo : x` then exp's polynomial vectorised only with AVX-512's masks, not on AVX2
+# (x86-64-v3). It changes no value (clang assumes it by default).
 CXX_STD = "-std=c++17"
-HOST_FLAGS = ["-fopenmp", "-fvisibility=hidden", "-ffp-contract=off"]
+HOST_FLAGS = ["-fopenmp", "-fvisibility=hidden", "-ffp-contract=off", "-fno-trapping-math"]
 MODEL_FLAGS = ["-O1", "-fPIC", "-fvisibility=hidden"]
 # No OpenMP with zig: parallel.h splits work over std::thread instead (the same split).
-CROSS_FLAGS = ["-fvisibility=hidden", "-ffp-contract=off", "-pthread"]
+CROSS_FLAGS = ["-fvisibility=hidden", "-ffp-contract=off", "-fno-trapping-math", "-pthread"]
 
 
 class ToolchainError(QnnBuildError):

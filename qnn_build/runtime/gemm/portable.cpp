@@ -18,10 +18,7 @@
 
 #include "../core/gemm.h"
 #include "../core/isa.h"
-
-#if defined(__FMA__)
-#include <immintrin.h>
-#endif
+#include "../core/simd.h"
 
 namespace qnnb {
 namespace {
@@ -43,38 +40,18 @@ struct Buffer {
 };
 
 namespace base {
-#if defined(__FMA__)
-constexpr int kV = 8;
-using vf = float __attribute__((vector_size(32)));
-inline vf fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-inline vf splat(float x) { return _mm256_set1_ps(x); }
+using namespace vbase;
 constexpr int kMr = 6;
-#else
-// Without a fused multiply-add (or without AVX): 128-bit vectors, one multiply and one add (the build
-// forbids contraction), the same for every element still.
-constexpr int kV = 4;
-using vf = float __attribute__((vector_size(16)));
-inline vf fmadd(vf a, vf b, vf c) { return a * b + c; }
-inline vf splat(float x) {
-    vf v;
-    for (int i = 0; i < kV; ++i) v[i] = x;
-    return v;
-}
-constexpr int kMr = 6;
-#endif
 #include "tiles.inc"
 }  // namespace base
 
 }  // namespace
 
-#if QNNB_HAS_AVX512_PATHS && defined(__FMA__)
+#if QNNB_SIMD_V512
 QNNB_AVX512_BEGIN
 namespace {
 namespace avx512 {
-constexpr int kV = 16;
-using vf = float __attribute__((vector_size(64)));
-inline vf fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-inline vf splat(float x) { return _mm512_set1_ps(x); }
+using namespace v512;
 constexpr int kMr = 12;
 #include "tiles.inc"
 }  // namespace avx512
@@ -91,7 +68,7 @@ void sgemm_kernel(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
         return;
     }
     thread_local Buffer a_buf, b_buf;
-#if QNNB_HAS_AVX512_PATHS && defined(__FMA__)
+#if QNNB_SIMD_V512
     if (active_isa() == Isa::kAvx512Vnni)
         return avx512::sgemm_tiles(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, a_buf, b_buf);
 #endif
