@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from targets_util import model_lib, results, run_native, zoo_model
 
-from qnn_build.toolchain import host_target
-from qnn_build.toolchain import build_runtime
+from qnn_build.report.release import release
+from qnn_build.toolchain import INCLUDE_DIR, build_runtime, get_target, host_target, runtime_objects
 
 pytestmark = pytest.mark.skipif(host_target().machine != "x86_64", reason="an x86-64 host")
 
@@ -64,6 +64,23 @@ def test_no_avx512_instruction_outside_the_dispatched_functions(zoo):
         assert not outside, f"{path.name}: AVX-512 instructions outside the dispatched paths: {outside[:5]}"
         if path == runtime:  # the check sees them where they are
             assert any("block_avx512" in f for f in functions) and any("avx512::sgemm" in f for f in functions)
+
+
+def test_the_manifest_names_the_baseline_and_every_dispatched_path(tmp_path):
+    """The sources whose objects hold AVX-512 instructions are exactly the target's dispatch_paths,
+    which a release's manifest carries with the baseline; x86_64-windows declares the same paths."""
+    target = host_target()
+    with_avx512 = {src for src, obj in runtime_objects(target).items() if evex_functions(obj)}
+    assert with_avx512 == set(target.dispatch_paths)
+    windows = get_target("x86_64-windows")
+    assert (windows.isa, windows.dispatch, windows.dispatch_paths) == (target.isa, target.dispatch, target.dispatch_paths)
+    (tmp_path / "tools.json").write_text("{}")
+    manifest = release({"zoo": "z", "zoo_version": "1", "tool_versions": str(tmp_path / "tools.json"), "models": [],
+                        "runtime": {"target": target.name, "header": str(INCLUDE_DIR / "qnnb.h"),
+                                    "libraries": [str(build_runtime())]}}, tmp_path / "z.tar.gz")
+    assert manifest["runtimes"][target.name] == {
+        "isa": "x86-64-v3", "features": ["avx2", "fma", "f16c"], "dispatch": list(target.dispatch),
+        "dispatch_paths": ["npu/block_x86.cpp", "gemm/portable.cpp", "core/packed_gemm.cpp"]}
 
 
 def test_the_paths_follow_the_cpu_and_qnnb_isa(monkeypatch):

@@ -2,9 +2,10 @@
 
     {"format_version": 1, "zoo", "version",
      "tools": {the build's tool-versions.json},
-     "runtimes": {target: {"isa", "features", "dispatch"}}, what each lib/<target>/ runtime assumes of the
-                                                         CPU (isa, features) and the paths it takes at
-                                                         run time where the CPU has more (dispatch)
+     "runtimes": {target: {"isa", "features", "dispatch", "dispatch_paths"}}, what each lib/<target>/
+                  runtime assumes of the CPU (isa: "x86-64-v3", features), the features of the paths
+                  it takes at run time where the CPU has them (dispatch: ["avx512f", ...]) and the
+                  runtime sources those paths are in (dispatch_paths: ["npu/block_x86.cpp", ...])
      "files": {archive path: {"sha256", "size"}},          every file but MANIFEST.json itself
      "models": {name: {"spec": {"path", "sha256"}, "source": {"path", "sha256"},
                        "builds": {"<precision>/<target>": {"library", "model_json",

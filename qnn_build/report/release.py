@@ -45,7 +45,8 @@ def release(config: dict, output) -> dict:
         for lib in each["libraries"]:
             files[f"lib/{each['target']}/{PurePosixPath(lib).name}"] = _read(lib)
         target = get_target(each["target"])
-        runtimes[target.name] = {"isa": target.isa, "features": list(target.features), "dispatch": list(target.dispatch)}
+        runtimes[target.name] = {"isa": target.isa, "features": list(target.features), "dispatch": list(target.dispatch),
+                                 "dispatch_paths": list(target.dispatch_paths)}
     models = {}
     for model in config["models"]:
         builds = {}

@@ -10,9 +10,10 @@ The names below are the package's surface: `from qnn_build.toolchain import buil
 
 from .build import (INCLUDE_DIR, RUNTIME_DIR, HOST_FLAGS, ToolchainError, build_model_lib, build_runner,
                     build_runtime, cache_root, openblas, runner_sources, runtime_flags, runtime_headers,
-                    runtime_sources)
+                    runtime_objects, runtime_sources)
 from .targets import Target, TargetError, get_target, host_target
 
 __all__ = ["HOST_FLAGS", "INCLUDE_DIR", "RUNTIME_DIR", "Target", "TargetError", "ToolchainError",
            "build_model_lib", "build_runner", "build_runtime", "cache_root", "get_target", "host_target",
-           "openblas", "runner_sources", "runtime_flags", "runtime_headers", "runtime_sources"]
+           "openblas", "runner_sources", "runtime_flags", "runtime_headers", "runtime_objects",
+           "runtime_sources"]

@@ -200,6 +200,14 @@ def exclusive(lock_file: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def runtime_objects(target: Target | str | None = None) -> dict[str, Path]:
+    """{source, relative to qnn_build/runtime/: its object} of `target`'s runtime (default: the
+    host), compiled if not cached: what a test inspects per source (tests/test_targets_portable.py)."""
+    target = target if isinstance(target, Target) else get_target(target)
+    objects = _runtime_objects(target, runtime_flags(target))
+    return {src.relative_to(RUNTIME_DIR).as_posix(): obj for src, obj in zip(runtime_sources(target), objects)}
+
+
 def _link_flags(target: Target, target_dir: Path) -> list[str]:
     """What the runtime library and the runner link with besides their objects."""
     strip = ["-s"] if not target.is_host else []  # zig's libc++ debug info would add 60 MB

@@ -27,6 +27,7 @@ class Target:
     isa: str                  # "armv8.2-a+dotprod": the instruction set the code assumes
     features: tuple[str, ...]
     dispatch: tuple[str, ...]  # features of paths chosen at run time where the CPU has them
+    dispatch_paths: tuple[str, ...]  # the runtime sources holding those paths (qnn_build/runtime/...)
     compiler: str             # g++ | zig
     cxxflags: tuple[str, ...]
     shared_lib: str           # "lib{name}.so" | "{name}.dll"
@@ -56,6 +57,7 @@ def all_targets() -> dict[str, Target]:
     for name, t in configs.targets.items():
         out[name] = Target(name=name, triple=t["triple"], os=t["os"], machine=t["machine"], isa=t["isa"],
                            features=tuple(t.get("features", [])), dispatch=tuple(t.get("dispatch", [])),
+                           dispatch_paths=tuple(t.get("dispatch_paths", [])),
                            compiler=t["compiler"],
                            cxxflags=tuple(t["cxxflags"]), shared_lib=t["shared_lib"], runtime_lib=t["runtime_lib"],
                            runner=t["runner"], gemm=t["gemm"], emulator=tuple(t.get("emulator", [])),
