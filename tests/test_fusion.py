@@ -1,8 +1,8 @@
 """Activations fused into their producer at finalize on the cpu (core/fuse.cpp): Relu, Clip,
 Sigmoid, HardSigmoid, HardSwish, and SiLU (a Sigmoid whose output a Mul multiplies by its input).
 The fused schedule has one node where the graph had two or three, gives the bytes of the unfused
-graph (keep_tensors turns fusion off) and matches onnxruntime; a pattern whose intermediate is
-read elsewhere is left alone."""
+graph (keep_tensors turns fusion off), on the AVX-512 paths and the x86-64-v3 baseline alike
+(QNNB_ISA), and matches onnxruntime; a pattern whose intermediate is read elsewhere is left alone."""
 
 import numpy as np
 import onnx
@@ -53,13 +53,15 @@ def build(model, tmp_path):
 
 
 @pytest.mark.parametrize("name,tail,fused", CASES, ids=[c[0] for c in CASES])
-def test_fused_activation_gives_the_unfused_bytes(tmp_path, name, tail, fused):
+def test_fused_activation_gives_the_unfused_bytes(tmp_path, monkeypatch, name, tail, fused):
     lib, model = build(conv_then(tail), tmp_path)
     fast, plain = Model(lib), Model(lib, keep_tensors=True)
     assert [(n.op, n.fused) for n in fast.nodes()] == [("Conv", fused)]
     assert len(plain.nodes()) == 1 + len(tail)
     y, y_plain = fast.run({"x": X})["y"], plain.run({"x": X})["y"]
     assert y.tobytes() == y_plain.tobytes()
+    monkeypatch.setenv("QNNB_ISA", "x86-64-v3")  # the baseline tiles and epilogue
+    assert Model(lib).run({"x": X})["y"].tobytes() == y.tobytes()
     ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": X})[0]
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
@@ -82,12 +84,14 @@ PATHS = [
 
 
 @pytest.mark.parametrize("name,kw", PATHS, ids=[p[0] for p in PATHS])
-def test_silu_fused_on_every_conv_path_gives_the_unfused_bytes(tmp_path, name, kw):
+def test_silu_fused_on_every_conv_path_gives_the_unfused_bytes(tmp_path, monkeypatch, name, kw):
     x = kw["x"]
     lib, model = build(conv_then(SILU, **kw), tmp_path)
     fast, plain = Model(lib), Model(lib, keep_tensors=True)
     assert [(n.op, n.fused) for n in fast.nodes()] == [("Conv", "SiLU")]
     y, y_plain = fast.run({"x": x})["y"], plain.run({"x": x})["y"]
     assert y.tobytes() == y_plain.tobytes()
+    monkeypatch.setenv("QNNB_ISA", "x86-64-v3")  # the baseline tiles and epilogue
+    assert Model(lib).run({"x": x})["y"].tobytes() == y.tobytes()
     ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)

@@ -11,6 +11,7 @@
 
 #include "fastmath.h"
 #include "graph_impl.h"
+#include "isa.h"
 
 namespace qnnb {
 
@@ -100,34 +101,29 @@ void read_fused(Node& n) {
 void run_fused(const Node& n) {
     Tensor* t = n.out[0];
     if (n.fused == Node::kFusedNone || !t || t->dtype != QNNB_FLOAT32) return;
+#if QNNB_HAS_AVX512_PATHS
+    if (active_isa() == Isa::kAvx512Vnni) return apply_fused_avx512(n, t->out<float>(), t->numel());
+#endif
     apply_fused(n, t->out<float>(), t->numel());
 }
 
-// The same expressions as the activation kernels (cpu/activation.cpp, cpu/elementwise.cpp's Mul).
-void apply_fused(const Node& n, float* y, int64_t total) {
-    const float lo = n.fused_lo, hi = n.fused_hi;
-    switch (n.fused) {
-        case Node::kFusedRelu:
-            for (int64_t i = 0; i < total; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
-            break;
-        case Node::kFusedClip:
-            for (int64_t i = 0; i < total; ++i) y[i] = y[i] < lo ? lo : (y[i] > hi ? hi : y[i]);
-            break;
-        case Node::kFusedSigmoid:
-            for (int64_t i = 0; i < total; ++i) y[i] = sigmoid_approx(y[i]);
-            break;
-        case Node::kFusedHardSigmoid:
-            for (int64_t i = 0; i < total; ++i) y[i] = std::fmax(0.f, std::fmin(1.f, lo * y[i] + hi));
-            break;
-        case Node::kFusedHardSwish:
-            for (int64_t i = 0; i < total; ++i) y[i] = y[i] * std::fmax(0.f, std::fmin(1.f, y[i] / 6.f + 0.5f));
-            break;
-        case Node::kFusedSilu:
-            for (int64_t i = 0; i < total; ++i) y[i] = y[i] * sigmoid_approx(y[i]);
-            break;
-        default:
-            break;
-    }
-}
+namespace {
+namespace base {
+#include "fused_loops.inc"
+}  // namespace base
+}  // namespace
+
+#if QNNB_HAS_AVX512_PATHS
+QNNB_AVX512_BEGIN
+namespace {
+namespace avx512 {
+#include "fused_loops.inc"
+}  // namespace avx512
+}  // namespace
+QNNB_AVX512_END
+void apply_fused_avx512(const Node& n, float* y, int64_t total) { avx512::activate(n, y, total); }
+#endif
+
+void apply_fused(const Node& n, float* y, int64_t total) { base::activate(n, y, total); }
 
 }  // namespace qnnb

@@ -144,8 +144,10 @@ template <class T> T* scratch_at(const Node& n, size_t offset) {
     return reinterpret_cast<T*>(static_cast<char*>(n.scratch) + offset);
 }
 
-// The node's fused activation (core/fuse.cpp) on y[0, count), in place.
+// The node's fused activation (core/fuse.cpp) on y[0, count), in place; _avx512: the same loops
+// compiled for AVX-512, for callers on an AVX-512 path (core/isa.h), defined on x86-64 only.
 void apply_fused(const Node& n, float* y, int64_t count);
+void apply_fused_avx512(const Node& n, float* y, int64_t count);
 
 // A backend is a name and a way to find the kernel for an op.
 struct Backend {

@@ -17,6 +17,7 @@ namespace {
 namespace base {
 using namespace vbase;
 constexpr int kMr = 4, kNv = 3;
+inline void activate(const Node& n, float* y, int64_t count) { apply_fused(n, y, count); }
 #include "packed_gemm_tiles.inc"
 }  // namespace base
 }  // namespace
@@ -27,6 +28,7 @@ namespace {
 namespace avx512 {
 using namespace v512;
 constexpr int kMr = 8, kNv = 3;
+inline void activate(const Node& n, float* y, int64_t count) { apply_fused_avx512(n, y, count); }
 #include "packed_gemm_tiles.inc"
 }  // namespace avx512
 }  // namespace
