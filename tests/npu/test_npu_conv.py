@@ -167,6 +167,8 @@ TRANSPOSE_CASES = [
     ([2, 32, 5, 6], [32, 16, 2, 2], {"strides": [2, 2]}),                                  # the U-Net's upsampling
     ([1, 9, 4, 3], [9, 70, 3, 3], {"strides": [2, 2], "pads": [1, 0, 0, 1]}),  # taps overlap; 2 channel blocks
     ([1, 6, 3, 3, 2], [6, 3, 2, 3, 2], {"strides": [1, 2, 2], "dilations": [2, 1, 1]}),    # 3-D
+    ([1, 24, 4, 5], [24, 1, 2, 2], {"strides": [2, 2]}),           # disjoint taps, one channel (ppocr's)
+    ([2, 8, 3, 4], [8, 20, 2, 2], {"strides": [3, 2], "pads": [1, 0, 0, 1]}),  # disjoint, gaps, cut
 ]
 
 

@@ -2,7 +2,9 @@
 //  - conv_transpose_ref: the gather loops of the equation (QNNB_NPU_REFERENCE=1, block-wise weights);
 //  - block (8-bit activations x 8/4-bit per-channel weights): one product per input pixel and
 //    (tap, output channel) column on the VNNI/dotprod block kernel, then each column added to the
-//    output position its tap reaches, then the vector requantization;
+//    output position its tap reaches, then the vector requantization; when no two taps reach the
+//    same output (stride >= the dilated kernel along every dim, the usual 2x2/2 upsampling) each
+//    output is one column entry, requantized straight from the columns;
 //  - scatter (everything else): each input pixel scattered into the outputs its taps reach.
 #include <algorithm>
 #include <cstring>
@@ -29,15 +31,21 @@ struct TransposeState {
     bool scatter = false;  // the fast path below; block-wise weights and QNNB_NPU_REFERENCE take the loops
     bool block = false;    // the block path
     // block: per group the weights as columns t · mg + m over K = cg. In the node's scratch: pixels
-    // [in plane][group][cg4] (the cg4 − cg pad bytes 0); cols [group][in plane][cpad]: each pixel's
+    // [in plane][group][cg4] (the cg4 − cg pad bytes 0); cols [group][in plane][cstride]: each pixel's
     // column sums less zp_x · colsum; planes [group][channel block][out plane][lanes]: the output
     // accumulators.
     int64_t cg4 = 0, cpad = 0, mblocks = 0;
+    int64_t cstride = 0;  // a pixel's columns in cols: mg · taps rounded up to the 16 the kernel writes
     std::vector<VnniWeights> vw;
     std::vector<VnniRequant> rq;  // per group: bias, multipliers
     std::vector<int32_t> zpw;     // per group, per column: zp_x · colsum
     size_t pixels_at = 0, cols_at = 0, planes_at = 0;
     int64_t lanes = 0;  // accumulators per output position: 64, fewer when mg < 64 (16 per vector)
+    // disjoint taps: per dim, output index o comes from input index i and tap k as from[d][o] =
+    // i · k[d] + k, or -1 when no tap reaches o (the output is the bias alone); wcol[ow]: the
+    // offset i · cstride + k · mg of output column ow in its pixel row's columns, or -1.
+    bool disjoint = false;
+    std::vector<int64_t> from[3], wcol;
 };
 
 template <class TA, class TX, class TY>
@@ -146,14 +154,84 @@ void prepare_block(Node& n, TransposeState& s) {
         pack_vnni(n, static_cast<uint32_t>(2 * grp), mg * taps, 1, cg,
                   [&](int64_t col, int64_t, int64_t k) { return wg[(k * mg + col % mg) * taps + col / mg]; }, vw);
         s.cpad = vw.cblocks * kVnniBlock;
+        s.cstride = (mg * taps + 15) / 16 * 16;
         for (int64_t col = 0; col < s.cpad; ++col) s.zpw.push_back(s.zp_x * vw.colsum[static_cast<size_t>(col)]);
         prepare_requant(s.p, grp * mg, std::vector<int64_t>(s.p.bias.begin() + grp * mg, s.p.bias.begin() + (grp + 1) * mg),
                         false, s.rq[static_cast<size_t>(grp)]);
     }
     s.pixels_at = take_scratch(n, static_cast<size_t>(g.in_plane() * g.group * s.cg4));
-    s.cols_at = take_scratch(n, static_cast<size_t>(g.group * g.in_plane() * s.cpad) * sizeof(int32_t));
+    s.cols_at = take_scratch(n, static_cast<size_t>(g.group * g.in_plane() * s.cstride) * sizeof(int32_t));
+    s.disjoint = true;
+    for (int d = 0; d < 3; ++d) s.disjoint = s.disjoint && g.stride[d] >= g.dil[d] * (g.k[d] - 1) + 1;
+    if (s.disjoint) {
+        for (int d = 0; d < 3; ++d) {
+            s.from[d].assign(static_cast<size_t>(g.out[d]), -1);
+            for (int64_t i = 0; i < g.in[d]; ++i)
+                for (int64_t k = 0; k < g.k[d]; ++k) {
+                    const int64_t o = i * g.stride[d] - g.pad_lo[d] + k * g.dil[d];
+                    if (o >= 0 && o < g.out[d]) s.from[d][static_cast<size_t>(o)] = i * g.k[d] + k;
+                }
+        }
+        for (int64_t f : s.from[2]) s.wcol.push_back(f < 0 ? -1 : f / g.k[2] * s.cstride + f % g.k[2] * mg);
+        return;
+    }
     s.lanes = std::min<int64_t>(kVnniBlock, (mg + 15) / 16 * 16);
     s.planes_at = take_scratch(n, static_cast<size_t>(g.group * s.mblocks * g.out_plane() * s.lanes) * sizeof(int32_t));
+}
+
+// Disjoint taps: output (od, oh, ow) of channel m0 + i is the column entry t · mg + m0 + i of the
+// one input pixel that reaches it (0 where none does), plus the bias. Fewer than 16 channels per
+// group requantize one output at a time (a vector would hold mostly padding), more 6 positions × 64
+// channels at a time as vnni does: both are (N2)-(N3) exactly.
+template <class TY>
+void requant_disjoint(const TransposeState& s, const int32_t* cols, TY* y, const ExecContext& ctx) {
+    const ConvGeometry& g = s.g;
+    const int64_t mg = g.out_per_group(), in_plane = g.in_plane(), plane = g.out_plane();
+    const int64_t rows = g.out[0] * g.out[1];
+    // The offset of output row `row`'s pixel row in the columns (its taps along D, H), or -1.
+    auto row_at = [&](int64_t row) -> int64_t {
+        const int64_t fd = s.from[0][static_cast<size_t>(row / g.out[1])];
+        const int64_t fh = s.from[1][static_cast<size_t>(row % g.out[1])];
+        if (fd < 0 || fh < 0) return -1;
+        const int64_t pixel_row = (fd / g.k[0]) * g.in[1] + fh / g.k[1], taps_dh = (fd % g.k[0]) * g.k[1] + fh % g.k[1];
+        return pixel_row * g.in[2] * s.cstride + taps_dh * g.k[2] * mg;
+    };
+    const int64_t* wcol = s.wcol.data();
+    if (mg < 16) {
+        parallel_for(ctx, g.out_ch * rows, [&](int64_t task) {
+            const int64_t c = task / rows, row = task % rows, grp = c / mg, m = c % mg;
+            const int32_t* colg = cols + grp * in_plane * s.cstride + m;
+            const int64_t bias = s.p.bias[c];
+            TY* yr = y + c * plane + row * g.out[2];
+            const int64_t at = row_at(row);
+            for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+                const int64_t v = at < 0 || wcol[ow] < 0 ? 0 : colg[at + wcol[ow]];
+                yr[ow] = static_cast<TY>(s.p.out_fast(c, v + bias));
+            }
+        });
+        return;
+    }
+    parallel_for(ctx, g.group * s.mblocks * rows, [&](int64_t task) {
+        const int64_t grp = task / (s.mblocks * rows), m0 = (task / rows % s.mblocks) * kVnniBlock, row = task % rows;
+        const int64_t mn = std::min<int64_t>(kVnniBlock, mg - m0);
+        const int vectors = static_cast<int>((mn + 15) / 16);
+        const int32_t* colg = cols + grp * in_plane * s.cstride + m0;
+        alignas(64) int32_t acc[kVnniRows * kVnniBlock], q[kVnniRows * kVnniBlock];
+        TY* yg = y + (grp * mg + m0) * plane + row * g.out[2];
+        const int64_t row_off = row_at(row);
+        for (int64_t o0 = 0; o0 < g.out[2]; o0 += kVnniRows) {
+            const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, g.out[2] - o0));
+            for (int r = 0; r < rn; ++r) {
+                const int64_t at = row_off < 0 || wcol[o0 + r] < 0 ? -1 : row_off + wcol[o0 + r];
+                int32_t* dst = acc + r * kVnniBlock;
+                std::fill(dst, dst + 16 * vectors, 0);  // no tap here; or the lanes past the channels
+                if (at >= 0) std::copy(colg + at, colg + at + mn, dst);
+            }
+            vnni_requant(s.rq[static_cast<size_t>(grp)], m0, vectors, acc, rn, q);  // (N2)-(N3)
+            for (int64_t i = 0; i < mn; ++i)
+                for (int r = 0; r < rn; ++r) yg[i * plane + o0 + r] = static_cast<TY>(q[r * kVnniBlock + i]);
+        }
+    });
 }
 
 // The output index along dim d that input index i reaches with tap k, or -1 outside the output.
@@ -194,12 +272,16 @@ void run_block(const Node& n, const TransposeState& s, const uint8_t* x, TY* y, 
                     vnni_block(vw, cb, rows, &zero_tap, acc);
                     const int64_t width = 16 * vw.vectors(cb);
                     for (int64_t r = 0; r < rn; ++r) {
-                        int32_t* col = cols + (grp * in_plane + p0 + r0 + r) * s.cpad + cb * kVnniBlock;
+                        int32_t* col = cols + (grp * in_plane + p0 + r0 + r) * s.cstride + cb * kVnniBlock;
                         for (int64_t i = 0; i < width; ++i) col[i] = acc[r * kVnniBlock + i] - zpw[cb * kVnniBlock + i];
                     }
                 }
             }
         });
+        if (s.disjoint) {
+            requant_disjoint(s, cols, y + b * g.out_ch * plane, ctx);
+            continue;
+        }
         parallel_for(ctx, g.group * s.mblocks, [&](int64_t task) {
             const int64_t grp = task / s.mblocks, m0 = (task % s.mblocks) * kVnniBlock;
             const int64_t mn = std::min<int64_t>(kVnniBlock, mg - m0);
@@ -209,7 +291,7 @@ void run_block(const Node& n, const TransposeState& s, const uint8_t* x, TY* y, 
                 for (int64_t ih = 0; ih < g.in[1]; ++ih)
                     for (int64_t iw = 0; iw < g.in[2]; ++iw) {
                         const int64_t p = (id * g.in[1] + ih) * g.in[2] + iw;
-                        const int32_t* col = cols + (grp * in_plane + p) * s.cpad + m0;
+                        const int32_t* col = cols + (grp * in_plane + p) * s.cstride + m0;
                         for (int64_t kd = 0, t = 0; kd < g.k[0]; ++kd)
                             for (int64_t kh = 0; kh < g.k[1]; ++kh)
                                 for (int64_t kw = 0; kw < g.k[2]; ++kw, ++t) {
