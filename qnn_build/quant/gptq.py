@@ -125,6 +125,15 @@ def collect_hessians(graph, model, stream) -> Hessians:
         return Hessians()
     sums: dict[str, list] = {}
     rows = {name: 0 for name in layers}
+    pending = {name: [] for name in layers}  # rows of the samples not yet summed: one product per batch
+
+    def add(name):
+        acc = sums.setdefault(name, [np.zeros((m.shape[1], m.shape[1])) for m in pending[name][0]])
+        for g, a in enumerate(acc):
+            m = np.concatenate([mats[g] for mats in pending[name]])
+            a += m.T @ m
+        pending[name] = []
+
     for feeds in progress(stream(), "GPTQ, layer inputs", unit="sample"):
         model.run(feeds)
         tensors = {**feeds, **model.tensors()}
@@ -133,11 +142,13 @@ def collect_hessians(graph, model, stream) -> Hessians:
             if x is None:
                 raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
                                     f"'{node.inputs[0]}' (input of {node.describe()})")
-            mats = input_rows(node, x, graph.tensor(name).shape, GPTQ_MAX_ROWS)
-            acc = sums.setdefault(name, [np.zeros((m.shape[1], m.shape[1])) for m in mats])
-            for a, m in zip(acc, mats):
-                a += m.T @ m
-            rows[name] += mats[0].shape[0]
+            pending[name].append(input_rows(node, x, graph.tensor(name).shape, GPTQ_MAX_ROWS))
+            rows[name] += pending[name][-1][0].shape[0]
+            if sum(mats[0].shape[0] for mats in pending[name]) >= GPTQ_MAX_ROWS:
+                add(name)
+    for name in layers:
+        if pending[name]:
+            add(name)
     return Hessians({name: [2.0 * a / max(rows[name], 1) for a in acc] for name, acc in sums.items()})
 
 
