@@ -115,13 +115,14 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
     prec = parse_precision(precision or (implied_precision(graph) if in_model else "fp32"))
     kept = in_model if prec.is_quantized and not ignore_encodings else {}
     graph.source_encodings = dict(kept)
-    options = resolve_auto(options or QuantOptions(), bool(calibration))
+    # a QDQ model's own encodings rule: what it leaves float is calibrated plainly, nothing is scored
+    options = resolve_auto(options or QuantOptions(), bool(calibration) and not kept)
     lower_rnn = prec.is_quantized if lower_rnn is None else lower_rnn
     # CLE rescales weights, which a kept encoding pins: not with a QDQ model's encodings
     prepare_graph(graph, cle=cle and prec.is_quantized and not kept, lower_rnn=lower_rnn)
-    extra = {}
+    extra, record = {}, {}
     if prec.name != "fp32":
-        stats = hessians = act_ranges = reference = None
+        stats = hessians = act_ranges = reference = found = None
         if prec.is_quantized and (calibration or calibration_stats or not kept):
             if not calibration and not calibration_stats:
                 raise QnnBuildError(f"precision {prec.name} needs calibration data (--input-list or --calibration-stats)")
@@ -132,15 +133,16 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
         float_consts = float_constants(graph) if float_fallback and prec.is_quantized else None
         if prec.is_quantized and options.act_range in ("search", "auto"):  # hook: the range search, (13)-(16), (21)
             _require_samples(calibration, f"act_range {options.act_range} runs the model")
-            with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="qnnb-range-search-") as tmp, _naming(source):
                 found = search_ranges(graph, prec, stats, options, pinned, reference, cpu_compiler(Path(tmp)), hessians)
             act_ranges = found.ranges
             if found.bias_correction:  # auto found that (12) pays, (21b)
                 options = dataclasses.replace(options, bias_correction=True)
-        try:
+        if prec.is_quantized:
+            chosen = found.method if found is not None and options.act_range == "auto" else None
+            record = {"quantization": _quantization_record(options, chosen)}
+        with _naming(source):
             quantize_graph(graph, prec, stats, options, pinned, act_ranges, hessians)
-        except QnnBuildError as e:  # a node's weight cannot take the options: say which model it is in
-            raise QnnBuildError(f"{source}: {e}") from None
         if float_consts is not None:  # hook: --float-fallback, after quantization
             npu = get_backend(FLOAT_FALLBACK_BACKEND)
             extra["float_fallback"] = apply_float_fallback(graph, float_consts,
@@ -149,7 +151,7 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
             add_npu_params(graph)
     if qdq:  # before anything is written: a graph the export refuses leaves no partial output
         qdq_model = qdq_bytes(graph, prec.name)
-    note = _source_note(graph) if in_model else None
+    note = {**(_source_note(graph) if in_model else {}), **record}
     desc = write_artifacts(graph, out_dir, Path(source).name, prec.name, extra, note)
     if qdq:
         write_bytes(Path(out_dir) / "model.qdq.onnx", qdq_model)
@@ -168,6 +170,26 @@ def _pins(graph: Graph, overrides) -> dict:
             pinned[kind].update(pins)
             pinned["from_model"] -= set(pins)
     return pinned
+
+
+@contextmanager
+def _naming(source):
+    """A node's weight that cannot take the options (quantizing it, or scoring a candidate): the error
+    says which model it is in."""
+    try:
+        yield
+    except QnnBuildError as e:
+        raise QnnBuildError(f"{source}: {e}") from None
+
+
+def _quantization_record(used: QuantOptions, chosen: str | None) -> dict:
+    """What model.encodings.json says of the quantizer's choices: what ran, whatever was asked (the
+    step's config says that): the range method (auto's choice), GPTQ or nearest rounding, bias
+    correction."""
+    act_range = chosen or used.act_range
+    if used.act_range == "percentile":
+        act_range = f"percentile {used.percentile}"
+    return {"act_range": act_range, "weight_rounding": used.weight_rounding, "bias_correction": used.bias_correction}
 
 
 def _source_note(graph: Graph) -> dict:

@@ -159,6 +159,9 @@ QUANTIZATION = [
            choices=("nearest", "gptq", "auto"), default="nearest",
            spec_key="weight_rounding",  # written only when set: the configs of other specs stay as they were
            relevant=lambda q, p: q["weight_rounding"] != "nearest"),
+    Option("fast", "plain minmax ranges and nearest rounding where act_range or weight_rounding is auto "
+           "(nothing scored, no GPTQ)", kind="switch", default=False, spec_key="fast",
+           relevant=lambda q, p: q["fast"]),
     Option("percentile", "percentile of act_range percentile", type=float, default=99.99, spec_key="percentile",
            bounds=(50, 100), relevant=lambda q, p: q["act_range"] == "percentile"),
     Option("per_tensor", "one weight scale per tensor", flags=("--per-tensor",), kind="switch", default=False,

@@ -111,6 +111,7 @@ def test_same_bytes_twice_and_the_scales_of_nearest(work, tmp_path):
     assert (tmp_path / "a" / "model.bin").read_bytes() == (tmp_path / "b" / "model.bin").read_bytes()
     assert (tmp_path / "a" / "model.bin").read_bytes() != (tmp_path / "nearest" / "model.bin").read_bytes()
     encodings = [json.loads((tmp_path / r / "model.encodings.json").read_text()) for r in ("a", "nearest")]
+    assert [doc.pop("quantization")["weight_rounding"] for doc in encodings] == ["gptq", "nearest"]
     assert encodings[0] == encodings[1]
 
 

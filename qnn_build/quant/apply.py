@@ -33,17 +33,20 @@ class QuantOptions:
     # nearest: (2) on every weight; gptq: Conv/Gemm/MatMul weights rounded with error feedback,
     # docs/quantization.md (17)-(20) (needs the layers' H from quant/gptq.py collect_hessians).
     weight_rounding: str = _DEFAULT["weight_rounding"]
+    # auto resolves to minmax and nearest: nothing scored, no GPTQ
+    fast: bool = _DEFAULT["fast"]
 
 
 def resolve_auto(options: QuantOptions, samples: bool) -> QuantOptions:
-    """act_range and weight_rounding `auto` (docs/quantization.md "The default"): the best fixed range
-    method (21) and GPTQ where the calibration samples are given; where only statistics are, minmax
-    and nearest rounding (both need the samples)."""
+    """act_range and weight_rounding `auto` (docs/quantization.md "The best fixed method"): the best
+    fixed range method (21) and GPTQ where the calibration samples are given; with `fast`, or where
+    only statistics are, minmax and nearest rounding (both need the samples)."""
+    scored = samples and not options.fast
     changes = {}
-    if options.act_range == "auto" and not samples:
+    if options.act_range == "auto" and not scored:
         changes["act_range"] = "minmax"
     if options.weight_rounding == "auto":
-        changes["weight_rounding"] = "gptq" if samples else "nearest"
+        changes["weight_rounding"] = "gptq" if scored else "nearest"
     return replace(options, **changes)
 
 
