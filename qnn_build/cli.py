@@ -172,14 +172,15 @@ def cmd_release(args) -> None:
 
 
 def cmd_context_info(args) -> None:
-    from .runtime.ctx_info import format_info, read_info
+    from .backends import describe_context
+    from .report.context_info import format_info
 
     _need(args, "context-info", context="a context binary")
     path = Path(args.context)
     if not path.exists():
         raise QnnBuildError(f"{path}: no such file")
-    info = read_info(path)
-    print(json.dumps(info, indent=1) if args.json else format_info(info))
+    backend, info = describe_context(path)
+    print(json.dumps(info, indent=1) if args.json else format_info(info, backend.context_rows))
 
 
 def cmd_profile_viewer(args) -> None:

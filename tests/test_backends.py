@@ -94,6 +94,8 @@ def test_a_context_is_the_files_named_and_runs_as_its_model(library, tmp_path, n
     info = backend.build_context(library, output, placement=backend.placement(None), precision="fp16")
     assert sorted(tmp_path.iterdir()) == sorted(backend.context_files(output)) and backend.context_files(output)[0] == output
     assert info["file_bytes"] == output.stat().st_size and info["summary"]
+    described = backend.describe_context(output)  # context-info: read, not loaded
+    assert described["backend"] == name and described["file_bytes"] == info["file_bytes"]
     x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
     with backend.load(library, precision="fp16") as from_model, backend.load(context=output) as from_context:
         for session in (from_model, from_context):
@@ -109,6 +111,13 @@ def test_a_context_is_the_files_named_and_runs_as_its_model(library, tmp_path, n
         nodes = from_context.profile_nodes(runs)
         assert [n["name"] for n in nodes] == [n.name for n in from_context.nodes()]
         assert [n["time_us"][1] for n in nodes] == [7.0] * len(nodes) and nodes[0]["stats"]["max"] >= 7.0
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_backend_describes_no_file_but_its_contexts(name, library):
+    """context-info asks each backend in turn: one that is not a file's backend says so (None)."""
+    assert get_backend(name).describe_context(library) is None
+    assert get_backend(name).describe_context(library.with_name("model.cpp")) is None
 
 
 def test_a_step_refuses_a_library_of_another_precision(library):

@@ -1,6 +1,7 @@
 """`qnn-build context-info`: a context binary described without loading it: header, backend, target,
 precision, io with encodings, memory plan, checksum state; a corrupted file is described, with its
-checksum marked, not refused; an htp context (model.htp.onnx/.bin/.json) by its sidecar."""
+checksum marked, not refused; an htp context (model.htp.onnx/.bin/.json) by its sidecar. Each backend
+describes its own contexts (Backend.describe_context); context-info asks them in turn."""
 
 import json
 
@@ -9,6 +10,7 @@ import onnx
 import pytest
 from test_cli import small_model
 
+from qnn_build.backends import describe_context
 from qnn_build.cli import main
 from qnn_build.runtime.binding import Model
 from qnn_build.runtime.ctx_info import read_info
@@ -64,12 +66,13 @@ def test_describes_an_htp_context_by_its_sidecar(tmp_path):
             "inputs": [{"name": "x", "shape": [1, 3], "dtype": "float32",
                         "encoding": {"bitwidth": 8, "scale": 0.5, "offset": -128}}], "outputs": []}
     (tmp_path / "model.htp.json").write_text(json.dumps(side))
-    info = read_info(tmp_path / "model.htp.onnx")
+    backend, info = describe_context(tmp_path / "model.htp.onnx")
+    assert backend.name == "htp" and backend.describe_context(tmp_path / "model.htp.json") is not None
     assert info["backend"] == "htp" and info["target"] == "x-elite SC8380XP (arch 73)" and info["precision"] == "w8a8"
     assert info["checksum"]["state"] == "binary model.htp.bin ok; wrapper model.htp.onnx ok"
     assert info["inputs"][0]["encoding"] == {"bitwidth": 8, "signed": False, "scale": [0.5], "offset": [-128]}
     (tmp_path / "model.htp.bin").write_bytes(b"\x02" + binary[1:])
-    assert "binary model.htp.bin MISMATCH" in read_info(tmp_path / "model.htp.bin")["checksum"]["state"]
+    assert "binary model.htp.bin MISMATCH" in describe_context(tmp_path / "model.htp.bin")[1]["checksum"]["state"]
 
 
 def test_describes_a_real_htp_context(ctx, capsys):
@@ -83,7 +86,7 @@ def test_describes_a_real_htp_context(ctx, capsys):
     wrapper = d / "htp" / "model.htp.onnx"
     assert main(["context-binary", "--backend", "htp", "--soc", "x-elite", "--model", str(d / "qdq/model.qdq.onnx"),
                  "-o", str(wrapper), "-q"]) == 0
-    info = read_info(wrapper.with_suffix(".bin"))
+    info = describe_context(wrapper.with_suffix(".bin"))[1]
     assert info["backend"] == "htp" and info["soc"] == "x-elite" and info["precision"] == "w8a8"
     assert info["checksum"]["state"] == "binary model.htp.bin ok; wrapper model.htp.onnx ok"
     assert [t["name"] for t in info["inputs"]] == ["x"] and info["inputs"][0]["encoding"]["bitwidth"] == 8

@@ -40,4 +40,14 @@ def get_backend(name: str) -> Backend:
     return BACKENDS[name]
 
 
-__all__ = ["BACKENDS", "CONTEXT_INPUTS", "Backend", "Placement", "Session", "get_backend"]
+def describe_context(path) -> tuple[Backend, dict]:
+    """The backend whose context `path` is, and its description of it (`qnn-build context-info`):
+    the first backend that recognizes the file describes it."""
+    for backend in BACKENDS.values():
+        info = backend.describe_context(path)
+        if info is not None:
+            return backend, info
+    raise QnnBuildError(f"{path}: not a context binary (none of the backends {', '.join(BACKENDS)} recognizes it)")
+
+
+__all__ = ["BACKENDS", "CONTEXT_INPUTS", "Backend", "Placement", "Session", "describe_context", "get_backend"]

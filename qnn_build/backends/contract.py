@@ -16,6 +16,8 @@ configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in
     load, run    load(model=... | context=...) -> Session; Session.run(feeds) -> outputs;
                  Session.target: where it runs (test.json's target); Session.encoding(output)
     (optional)   record_api_calls(source, folder, placement=): context-binary --qnn-saver
+    describe     describe_context(path): what a context file holds, read without loading it
+                 (context-info); context_rows: which of its own fields the text prints
     profile      Session.set_profiling(level), node_times_us() after each run, then
                  profile_nodes(times): profile.json's nodes
 
@@ -91,6 +93,7 @@ class Session(Protocol):
 class Backend(ABC):
     name: str = ""
     context_name: str = "model.ctx"   # the file name the build gives its context (the first of context_files)
+    context_rows: tuple[str, ...] = ()  # its own fields of describe_context() that context-info's text prints
 
     # ---- what it supports ----------------------------------------------------------------------
 
@@ -145,6 +148,16 @@ class Backend(ABC):
         """`context-binary --qnn-saver DIR`: the graph of `source` as the calls a backend's own API
         would make to build it, written into `folder` (QNN's saver: the htp's). Most backends have none."""
         raise QnnBuildError(f"the {self.name} backend records no API calls (--qnn-saver is a QNN backend's)")
+
+    @abstractmethod
+    def describe_context(self, path) -> dict | None:
+        """What the context file `path` holds, read without loading it (`qnn-build context-info`,
+        which asks each backend in turn); None when `path` is not a context of this backend's kind.
+        Fields: file, format, format_version, file_bytes, backend, target, checksum {stored, state},
+        inputs and outputs [{name, dtype, shape, encoding}], and as it knows them runtime_version,
+        precision, sidecar, nodes, tensors, constants, constant_bytes, ops, memory_plan; anything
+        else is its own (--json shows it, the text only those named in context_rows). A damaged
+        context is described with its checksum state saying so, not refused."""
 
     # ---- load, run, profile --------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from .contract import Backend, Placement
 class Htp(Backend):
     name = "htp"
     context_name = "model.htp.onnx"
+    context_rows = ("qnn_version", "qnn_build_id")
 
     def supports_op(self, op_type: str, precision: str) -> bool:
         from ..htp.support import supports
@@ -41,6 +42,10 @@ class Htp(Backend):
     def record_api_calls(self, source, folder, *, placement: Placement) -> None:
         from ..htp.generate import record_qnn_api
         record_qnn_api(source, folder, placement.name)
+
+    def describe_context(self, path) -> dict | None:
+        from ..htp.sidecar import context_info
+        return context_info(path)
 
     def load(self, model=None, *, context=None, threads: int = 1, runtime: str | None = None,
              precision: str | None = None, placement: Placement | None = None):

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import QnnBuildError
 from ..runtime.binding import Model
 from ..runtime.context import build_context, sidecar_path
+from ..runtime.ctx_info import read_info
 from ..toolchain import get_target
 from .contract import Backend, Placement
 
@@ -27,6 +28,9 @@ class NativeBackend(Backend):
         summary = (f"{info['file_bytes']} bytes; activation arena {info['arena_bytes']} bytes (all tensors apart: "
                    f"{info['tensor_bytes']}); kernels' scratch {info['scratch_bytes']} bytes")
         return {**info, "summary": summary}
+
+    def describe_context(self, path) -> dict | None:
+        return read_info(path)  # a model.ctx of either of our backends: its header names which
 
     def load(self, model=None, *, context=None, threads: int = 1, runtime: str | None = None,
              precision: str | None = None, placement: Placement | None = None) -> Model:

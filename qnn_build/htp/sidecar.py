@@ -11,6 +11,7 @@ other outputs), so every htp load in this project first checks the sha256 of the
 wrapper against the sidecar, then that the binary is for the SoC asked for and for the QNN version
 installed: both are in the binary itself (its build id `v2.51.0.<date>` and its preparation string
 `soc_type=SC8380XP;arch=73`), and must agree with the sidecar. Each refusal is one line.
+`qnn-build context-info` describes an htp context by its sidecar (context_info), without loading it.
 """
 
 import hashlib
@@ -137,3 +138,44 @@ def load_checked(wrapper_path, soc: str | None = None, precision: str | None = N
     if precision and info["precision"] != precision:
         raise HtpError(f"{where}: this context binary was converted at {info['precision']}, not {precision}")
     return info, wrapper_bytes, binary
+
+
+def context_info(path) -> dict | None:
+    """What an htp context holds, as its sidecar describes it (`qnn-build context-info` on
+    model.htp.onnx, .bin or .json); None when no htp sidecar is beside `path`. Each file the sidecar
+    names with a sha256 is checked against it: a mismatch is described, not refused."""
+    path = Path(path)
+    sidecar = path.with_suffix(EXTENSIONS["sidecar"])
+    try:
+        side = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(side, dict) or side.get("backend") != "htp":
+        return None
+    states = []
+    for role in ("binary", "wrapper"):
+        entry = side.get(role)
+        if isinstance(entry, dict) and entry.get("file") and entry.get("sha256"):
+            f = sidecar.with_name(entry["file"])
+            ok = f.is_file() and sha256(f.read_bytes()) == entry["sha256"]
+            states.append(f"{role} {entry['file']} {'ok' if ok else 'MISMATCH (corrupted or replaced)'}")
+    target = " ".join(str(side[k]) for k in ("soc", "chip") if side.get(k)) + (
+        f" (arch {side['htp_arch']})" if side.get("htp_arch") else "")
+
+    def io(entries):
+        out = []
+        for t in entries or []:
+            enc = t.get("encoding")
+            if enc:
+                enc = {"bitwidth": enc["bitwidth"], "signed": False, "scale": [enc["scale"]], "offset": [enc["offset"]]}
+            out.append({"name": t["name"], "dtype": t.get("dtype", "?"), "shape": t.get("shape", []), "encoding": enc,
+                        **({"context": t["context"]} if t.get("context") else {})})
+        return out
+    return {"file": str(path), "format": f"htp context (described by {sidecar.name})",
+            "format_version": side.get("format_version"), "file_bytes": path.stat().st_size,
+            "backend": "htp", "target": target or side.get("target", "?"), "precision": side.get("precision"),
+            **{k: side[k] for k in ("soc", "chip", "htp_arch", "qnn_version", "qnn_build_id", "onnxruntime_qnn")
+               if side.get(k) is not None},
+            "checksum": {"stored": "sha256", "state": "; ".join(states) or "not recorded"},
+            "inputs": io(side.get("inputs")), "outputs": io(side.get("outputs")),
+            "float_nodes": side.get("float_nodes", []), "sidecar": str(sidecar)}

@@ -1,10 +1,9 @@
-"""`qnn-build context-info FILE`: what a context binary holds, read without loading it (like
-qnn-context-binary-utility): header, backend, target, precision, graph inputs and outputs with their
-encodings, the memory plan and whether the checksum holds. Layout: docs/context-binary.md; this is
-the reader's Python side, for display only (the runtime's reader, core/ctx_read.cpp, is the one that
-checks a file before running it)."""
+"""What a context binary of our runtime (model.ctx) holds, read without loading it, as `qnn-build
+context-info` shows it for the cpu and npu backends (Backend.describe_context): header, backend,
+target, precision, graph inputs and outputs with their encodings, the memory plan and whether the
+checksum holds. Layout: docs/context-binary.md; this is the reader's Python side, for display only
+(the runtime's reader, core/ctx_read.cpp, is the one that checks a file before running it)."""
 
-import hashlib
 import json
 import struct
 from pathlib import Path
@@ -131,18 +130,15 @@ def _checksum(data: bytes) -> int | None:
     return xxhash.xxh3_64_intdigest(data[CHECKSUMMED_FROM:])
 
 
-def read_info(path) -> dict:
-    """The description of a qnn-build context binary (model.ctx) and its sidecar (model.ctx.json), or
-    of another backend's context by the sidecar beside it (PATH with the suffix .json)."""
+def read_info(path) -> dict | None:
+    """The description of a context binary of our runtime (model.ctx, whichever of its backends made
+    it: the header names it) and its sidecar (model.ctx.json); None when `path` is not one (no
+    qnn-build magic). A file with the magic is described even when corrupted, its checksum marked."""
     path = Path(path)
+    with open(path, "rb") as f:
+        if f.read(len(MAGIC)) != MAGIC:
+            return None
     data = path.read_bytes()
-    if data[:8] != MAGIC:
-        sidecar = path.with_suffix(".json")
-        side = _json_object(sidecar)
-        if side is not None and "backend" in side:
-            return _from_sidecar(path, sidecar, side)
-        raise QnnBuildError(f"{path}: not a context binary (no qnn-build magic, and no sidecar {sidecar.name} "
-                            "beside it describing another backend's)")
     if len(data) < HEADER_BYTES:
         raise QnnBuildError(f"{path}: truncated: {len(data)} bytes, the header alone needs {HEADER_BYTES}")
     version, header_size, checksum, file_size = struct.unpack_from("<IIQQ", data, 8)
@@ -178,82 +174,3 @@ def read_info(path) -> dict:
             info.setdefault("memory_plan", {})["scratch_bytes"] = side["scratch_bytes"]
         info["sidecar"] = str(sidecar)
     return info
-
-
-def _json_object(path: Path) -> dict | None:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _from_sidecar(path: Path, sidecar: Path, side: dict) -> dict:
-    """Another backend's context (the htp's: model.htp.onnx, model.htp.bin, model.htp.json), as its
-    sidecar describes it; each file the sidecar names with a sha256 is checked against it."""
-    states = []
-    for role in ("binary", "wrapper"):
-        entry = side.get(role)
-        if isinstance(entry, dict) and entry.get("file") and entry.get("sha256"):
-            f = sidecar.with_name(entry["file"])
-            ok = f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == entry["sha256"]
-            states.append(f"{role} {entry['file']} {'ok' if ok else 'MISMATCH (corrupted or replaced)'}")
-    target = " ".join(str(side[k]) for k in ("soc", "chip") if side.get(k)) + (
-        f" (arch {side['htp_arch']})" if side.get("htp_arch") else "")
-
-    def io(entries):
-        out = []
-        for t in entries or []:
-            enc = t.get("encoding")
-            if enc:
-                enc = {"bitwidth": enc["bitwidth"], "signed": False, "scale": [enc["scale"]], "offset": [enc["offset"]]}
-            out.append({"name": t["name"], "dtype": t.get("dtype", "?"), "shape": t.get("shape", []), "encoding": enc,
-                        **({"context": t["context"]} if t.get("context") else {})})
-        return out
-    return {"file": str(path), "format": f"{side['backend']} context (described by {sidecar.name})",
-            "format_version": side.get("format_version"), "file_bytes": path.stat().st_size,
-            "backend": side["backend"], "target": target or side.get("target", "?"), "precision": side.get("precision"),
-            **{k: side[k] for k in ("soc", "chip", "htp_arch", "qnn_version", "qnn_build_id", "onnxruntime_qnn")
-               if side.get(k) is not None},
-            "checksum": {"stored": "sha256", "state": "; ".join(states) or "not recorded"},
-            "inputs": io(side.get("inputs")), "outputs": io(side.get("outputs")),
-            "float_nodes": side.get("float_nodes", []), "sidecar": str(sidecar)}
-
-
-def _encoding_text(enc: dict | None) -> str:
-    if enc is None:
-        return "float"
-    if enc.get("kind") == "fp16":
-        return "fp16"
-    kind = f"{'int' if enc['signed'] else 'uint'}{enc['bitwidth']}"
-    if len(enc["scale"]) == 1:
-        return f"{kind} scale {enc['scale'][0]:.6g} offset {enc['offset'][0]}"
-    return f"{kind} per-channel (axis {enc.get('axis')}, {len(enc['scale'])} scales)"
-
-
-def format_info(info: dict) -> str:
-    """The description as the text `context-info` prints."""
-    lines = [f"{info['file']}: {info['format']}, format {info['format_version']}, {info['file_bytes']} bytes"]
-
-    def row(key, value):
-        lines.append(f"  {key:<13}{value}")
-    row("backend", f"{info['backend']}" + (f" (runtime {info['runtime_version']})" if info.get("runtime_version") else ""))
-    row("target", info["target"])
-    if info.get("precision") or "sidecar" in info:
-        row("precision", info.get("precision") or "fp32")
-    for key in ("qnn_version", "qnn_build_id"):
-        if info.get(key) is not None:
-            row(key, info[key])
-    row("checksum", f"{info['checksum']['stored']} {info['checksum']['state']}")
-    if "nodes" in info:
-        row("graph", f"{info['nodes']} nodes, {info['tensors']} tensors, {info['constants']} constants "
-                     f"({info['constant_bytes']} bytes)")
-        row("ops", ", ".join(f"{op} x{n}" for op, n in info["ops"].items()))
-    if "memory_plan" in info:
-        plan = info["memory_plan"]
-        row("memory plan", ", ".join(f"{k.replace('_bytes', '')} {v} bytes" for k, v in plan.items()))
-    for kind in ("inputs", "outputs"):
-        lines.append(f"  {kind}")
-        for t in info.get(kind, []):
-            lines.append(f"    {t['name']}  {t['dtype']} {list(t['shape'])}  {_encoding_text(t.get('encoding'))}")
-    return "\n".join(lines)
