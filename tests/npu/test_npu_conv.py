@@ -111,6 +111,7 @@ CONV_CASES = [
     ([1, 72, 5, 4], [72, 1, 3, 3], {"group": 72, "pads": [1, 1, 1, 1], "strides": [2, 1]}),   # depthwise, 2 blocks
     ([2, 20, 6, 6], [20, 1, 5, 5], {"group": 20, "pads": [2, 1, 2, 2], "dilations": [1, 2]}), # depthwise 5x5
     ([1, 16, 9], [16, 1, 3], {"group": 16, "pads": [1, 0], "strides": [2]}),                  # depthwise 1-D
+    ([1, 40, 5, 6], [40, 1, 3, 3], {"group": 40, "pads": [1, 1, 1, 1], "strides": [1, 2]}),   # depthwise, 3 vectors
 ]
 
 

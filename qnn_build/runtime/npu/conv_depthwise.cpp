@@ -13,25 +13,38 @@ namespace {
 
 constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
+// One output position's sums for 16 · V channels from c0: the trip counts known, the sums stay in
+// registers across the taps.
+template <int V>
+void sum_taps(const DepthwiseConv& dw, const int16_t* xs, int64_t origin, int64_t c0, int32_t* a) {
+    int32_t sum[16 * V] = {};
+    for (size_t t = 0; t < dw.tap_off.size(); ++t) {
+        const int16_t* xt = xs + (origin + dw.tap_off[t]) * dw.pix + c0;
+        const int32_t* wt = dw.w.data() + static_cast<int64_t>(t) * dw.cpad + c0;
+        for (int i = 0; i < 16 * V; ++i) sum[i] += xt[i] * wt[i];
+    }
+    std::copy(sum, sum + 16 * V, a);
+}
+
 template <class TY>
 void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, const ExecContext& ctx) {
     const ConvGeometry& g = dw.g;
-    const int64_t ch = g.out_ch, plane = g.out_plane(), in_plane = g.in_plane(), taps = g.taps();
+    const int64_t ch = g.out_ch, plane = g.out_plane(), in_plane = g.in_plane();
     const int64_t cblocks = dw.cpad / kVnniBlock, chunks = (plane + kPositionChunk - 1) / kPositionChunk;
-    fill_padding(reinterpret_cast<uint8_t*>(xs), g, dw.pd, dw.cpad * 2, 0);
+    fill_padding(reinterpret_cast<uint8_t*>(xs), g, dw.pd, dw.pix * 2, 0);
     for (int64_t b = 0; b < g.batch; ++b) {
         const uint8_t* xb = x + b * ch * in_plane;
         // The input's pixels, channels past ch 0 (the padding is 0 from fill_padding).
         parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
-            int16_t* row = xs + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.cpad;
+            int16_t* row = xs + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.pix;
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
             for (int64_t c = 0; c < ch; ++c)
                 for (int64_t iw = 0; iw < g.in[2]; ++iw)
-                    row[iw * dw.cpad + c] = static_cast<int16_t>(src[c * in_plane + iw] - dw.zp_x);
-            if (dw.cpad > ch)
+                    row[iw * dw.pix + c] = static_cast<int16_t>(src[c * in_plane + iw] - dw.zp_x);
+            if (dw.pix > ch)
                 for (int64_t iw = 0; iw < g.in[2]; ++iw)
-                    std::fill(row + iw * dw.cpad + ch, row + (iw + 1) * dw.cpad, int16_t{0});
+                    std::fill(row + iw * dw.pix + ch, row + (iw + 1) * dw.pix, int16_t{0});
         });
         TY* yb = y + b * ch * plane;
         parallel_for(ctx, cblocks * chunks, [&](int64_t task) {
@@ -39,7 +52,6 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
             const int64_t count = std::min(kPositionChunk, plane - p0);
             const int64_t c0 = cb * kVnniBlock, cn = std::min<int64_t>(kVnniBlock, ch - c0);
             const int vectors = static_cast<int>((cn + 15) / 16);
-            const int64_t width = 16 * vectors;
             alignas(64) int32_t acc[kVnniRows * kVnniBlock], q[kVnniRows * kVnniBlock];
             for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
                 const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, count - r0));
@@ -48,11 +60,11 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
                                   od = p / (g.out[2] * g.out[1]);
                     const int64_t origin = (od * g.stride[0] * dw.pd[1] + oh * g.stride[1]) * dw.pd[2] + ow * g.stride[2];
                     int32_t* a = acc + r * kVnniBlock;
-                    for (int64_t i = 0; i < width; ++i) a[i] = 0;
-                    for (int64_t t = 0; t < taps; ++t) {
-                        const int16_t* xt = xs + (origin + dw.tap_off[t]) * dw.cpad + c0;
-                        const int32_t* wt = dw.w.data() + t * dw.cpad + c0;
-                        for (int64_t i = 0; i < width; ++i) a[i] += xt[i] * wt[i];
+                    switch (vectors) {
+                        case 1: sum_taps<1>(dw, xs, origin, c0, a); break;
+                        case 2: sum_taps<2>(dw, xs, origin, c0, a); break;
+                        case 3: sum_taps<3>(dw, xs, origin, c0, a); break;
+                        default: sum_taps<4>(dw, xs, origin, c0, a); break;
                     }
                 }
                 vnni_requant(dw.rq, c0, vectors, acc, rn, q);  // (N2)-(N3)
@@ -75,7 +87,8 @@ bool prepare_depthwise(Node& n, const ConvGeometry& g, const int64_t* pd, const 
     std::copy(pd, pd + 3, dw.pd);
     dw.zp_x = zp_x;
     dw.cpad = (g.out_ch + kVnniBlock - 1) / kVnniBlock * kVnniBlock;
-    dw.x_at = take_scratch(n, static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.cpad) * sizeof(int16_t));
+    dw.pix = (g.out_ch + 15) / 16 * 16;
+    dw.x_at = take_scratch(n, static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.pix) * sizeof(int16_t));
     dw.w.assign(static_cast<size_t>(taps * dw.cpad), 0);
     for (int64_t c = 0; c < g.out_ch; ++c)
         for (int64_t t = 0; t < taps; ++t) dw.w[static_cast<size_t>(t * dw.cpad + c)] = w[static_cast<size_t>(c * taps + t)];

@@ -17,7 +17,8 @@ struct DepthwiseConv {
     ConvGeometry g;
     int64_t pd[3] = {1, 1, 1};    // padded extents (D, H, W)
     int64_t cpad = 0;             // channels padded to whole blocks of 64
-    size_t x_at = 0;              // in the node's scratch: [Dp][Hp][Wp][cpad] x − zp_x, 0 in the padding
+    int64_t pix = 0;              // channels padded to whole vectors of 16: a pixel in x_at
+    size_t x_at = 0;              // in the node's scratch: [Dp][Hp][Wp][pix] x − zp_x, 0 in the padding
     std::vector<int32_t> w;       // [tap][cpad]
     std::vector<int64_t> tap_off; // per tap, pixels from a window origin
     int32_t zp_x = 0;
