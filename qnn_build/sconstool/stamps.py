@@ -58,7 +58,7 @@ SOURCES = {
     "reference": COMMON + ["data", "report/__init__.py", "report/reference.py"],
     "test": COMMON + BACKENDS + ["report/__init__.py", "report/metrics.py", "report/testrun.py"],
     "release": COMMON + ["report/__init__.py", "report/release.py", "report/manifest.py",
-                "toolchain/targets.py", "spec"],
+                "toolchain", "spec"],  # toolchain/targets.py loads the package (its __init__ imports build)
     "report": COMMON + BACKENDS + ["report"],
 }
 PACKAGES = {
