@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "../core/parallel.h"
+#include "../core/simd.h"
 
 namespace qnnb {
 namespace {
@@ -121,23 +122,26 @@ struct AllOp {
 };
 
 // Max / min of a contiguous row. GCC does not vectorise a float max reduction by itself (NaN
-// rules), so the lanes are spelled out with the compiler's portable vector type.
-typedef float Lanes16 __attribute__((vector_size(kLanes * sizeof(float))));
-
+// rules), so the kLanes lanes are spelled out as whole registers of the build (core/simd.h: a
+// 16-lane type on AVX2 went through memory); lane l is lane l % kF32Lanes of register l / kF32Lanes.
 template <bool kMax>
 float extreme_row(const float* x, int64_t n) {
+    constexpr int64_t kRegs = kLanes / kF32Lanes;
     const float init = kMax ? -INFINITY : INFINITY;
-    Lanes16 lane;
-    for (int l = 0; l < kLanes; ++l) lane[l] = init;
+    f32v lane[kRegs];
+    for (auto& r : lane) r = splatv(init);
     int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-        Lanes16 v;
-        std::memcpy(&v, x + i, sizeof v);
-        lane = (kMax ? v > lane : v < lane) ? v : lane;
-    }
+    for (; i + kLanes <= n; i += kLanes)
+        for (int64_t q = 0; q < kRegs; ++q) {
+            const f32v v = loadv(x + i + q * kF32Lanes);
+            lane[q] = (kMax ? v > lane[q] : v < lane[q]) ? v : lane[q];
+        }
     float m = init;
     for (; i < n; ++i) m = (kMax ? x[i] > m : x[i] < m) ? x[i] : m;
-    for (int l = 0; l < kLanes; ++l) m = (kMax ? lane[l] > m : lane[l] < m) ? lane[l] : m;
+    for (int l = 0; l < kLanes; ++l) {
+        const float v = lane[l / kF32Lanes][l % kF32Lanes];
+        m = (kMax ? v > m : v < m) ? v : m;
+    }
     return m;
 }
 
