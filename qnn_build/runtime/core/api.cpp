@@ -171,6 +171,7 @@ qnnb_status prepare_integer_storage(qnnb_graph* g) {
 
 // One node of the schedule: its kernel, a fused activation, the rounding of its outputs.
 void run_node(qnnb_graph* g, Node& node) {
+    if (node.folded) return;
     node.kernel->run(node, g->ctx);
     if (node.fused && !node.fused_in_kernel) qnnb::run_fused(node);
     for (Tensor* t : node.out)
@@ -295,6 +296,10 @@ qnnb_status qnnb_graph_execute(qnnb_graph* g, const void* const* inputs, void* c
         using Clock = std::chrono::steady_clock;
         g->node_ns.resize(g->nodes.size());
         for (size_t i = 0; i < g->nodes.size(); ++i) {
+            if (g->nodes[i]->folded) {  // computed by a later node's table: not run, no time
+                g->node_ns[i] = 0;
+                continue;
+            }
             const auto t0 = Clock::now();
             run_node(g, *g->nodes[i]);
             g->node_ns[i] = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());

@@ -27,7 +27,10 @@ qnnb_status bind_graph(qnnb_graph* g) {
         }
         g->input_copies.push_back(copy);
     }
-    if (g->arena_offsets.size() != g->tensors.size()) plan_memory(g);
+    if (g->arena_offsets.size() != g->tensors.size()) {
+        npu::code_chain_roots(g, g->held_to);
+        plan_memory(g);
+    }
     char* arena = static_cast<char*>(aligned_alloc64(g->arena_bytes));
     if (!arena) return g->fail(QNNB_ERR_OUT_OF_MEMORY, "out of memory for the activation arena");
     g->buffers.push_back(arena);
@@ -60,6 +63,7 @@ qnnb_status bind_graph(qnnb_graph* g) {
         for (auto& node : g->nodes)
             if (node->scratch_bytes) node->scratch = scratch;
     }
+    npu::fold_code_chains(g);
     g->finalized = true;
     return QNNB_OK;
 }

@@ -122,6 +122,8 @@ struct Node {
     // Set by prepare when the kernel applies `fused` itself (apply_fused on each finished piece of
     // its output, while it is in cache) instead of the graph applying it to the whole output after.
     bool fused_in_kernel = false;
+    // Set at bind when a later node computes this one's part by a table (npu/code_chain.cpp): not run.
+    bool folded = false;
 
     Tensor* input(size_t i) const { return i < in.size() ? in[i] : nullptr; }
     Tensor* output(size_t i) const { return i < out.size() ? out[i] : nullptr; }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph.h"
@@ -48,6 +49,7 @@ struct qnnb_graph {
     std::vector<qnnb_dtype> input_dtypes;         // inputs' dtypes as the caller sees them
     std::vector<qnnb_dtype> output_dtypes;        // outputs' dtypes as the caller sees them
     std::vector<int64_t> arena_offsets;           // per tensor: its offset in the arena, -1 outside it
+    std::vector<std::pair<const qnnb::Tensor*, int64_t>> held_to;  // tensors the plan keeps alive to a node
     size_t arena_bytes = 0;                       // the one activation arena (memory plan)
     size_t tensor_bytes = 0;                      // the planned activations' sizes, summed
     size_t scratch_bytes = 0;                     // kernels' shared scratch: the largest node's (bind)
@@ -90,6 +92,15 @@ qnnb_status bind_graph(qnnb_graph* g);
 void fuse_activations(qnnb_graph* g);
 void read_fused(Node& n);
 void run_fused(const Node& n);
+
+// The npu's code chains (npu/code_chain.cpp): elementwise nodes computing a function of one 8-bit
+// activation become one table lookup, at the end of bind, on the prepared kernels (not serialized).
+// code_chain_roots: each chain's input and the node that will read it, which the memory plan keeps
+// it alive to (qnnb_graph::held_to).
+namespace npu {
+void fold_code_chains(qnnb_graph* g);
+void code_chain_roots(const qnnb_graph* g, std::vector<std::pair<const Tensor*, int64_t>>& held);
+}
 
 // The memory plan: one arena, each planned activation at a 64-byte aligned offset, tensors whose
 // lifetimes (first writer .. last reader in node order) overlap never share bytes. Graph outputs

@@ -51,6 +51,10 @@ void plan_memory(qnnb_graph* g) {
         int64_t pos = t ? index_of[find(t)] : -1;
         if (pos >= 0) live[static_cast<size_t>(pos)].last = end;
     }
+    for (const auto& [t, k] : g->held_to) {  // the npu's folded chains read their input late
+        int64_t pos = index_of[find(t)];
+        if (pos >= 0) live[static_cast<size_t>(pos)].last = std::max(live[static_cast<size_t>(pos)].last, k);
+    }
     std::vector<size_t> order(live.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return live[a].size > live[b].size; });

@@ -12,6 +12,13 @@
 namespace qnnb {
 namespace npu {
 
+// y[i] = table[x[i]] for i < n. The pointers are this function's own: a kernel's loop reading them
+// through a lambda's captures loads them again after every byte stored (a char store may alias them).
+template <class TX, class TY>
+inline void lookup(const TX* x, TY* y, const int32_t* table, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<TY>(table[x[i]]);
+}
+
 // y[i] = table[x[i]] over whole tensors. `table` has an entry for every code x can hold; chunks of
 // 16K codes are shared among the threads.
 inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* table, const ExecContext& ctx) {
@@ -24,8 +31,8 @@ inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* tabl
             const TX* x = src.in<TX>();
             TY* y = dst.out<TY>();
             parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-                const int64_t end = std::min(total, (c + 1) * kChunk);
-                for (int64_t i = c * kChunk; i < end; ++i) y[i] = static_cast<TY>(table[x[i]]);
+                const int64_t begin = c * kChunk;
+                lookup(x + begin, y + begin, table, std::min(total, begin + kChunk) - begin);
             });
         });
     });

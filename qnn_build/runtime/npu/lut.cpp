@@ -1,6 +1,7 @@
 // Unary ops as lookup tables built at convert time: docs/npu.md (N6) exact for 8-bit inputs, (N7)
 // integer interpolation for 16-bit inputs.
 #include "../core/parallel.h"
+#include "code_table.h"
 #include "npu.h"
 
 namespace qnnb {
@@ -35,11 +36,6 @@ bool prepare_lut(Node& n, std::string& err) {
 }
 
 template <class TY>
-void run_lut8(const LutState& s, const uint8_t* x, TY* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<TY>(s.table[x[i]]);  // (N6): clamped at convert
-}
-
-template <class TY>
 void run_lut16(const LutState& s, const uint16_t* x, TY* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const int32_t k = x[i] >> 6, r = x[i] & 63;
@@ -58,7 +54,7 @@ void run_lut(Node& n, const ExecContext& ctx) {
         TY* y = n.out[0]->out<TY>();
         parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
             const int64_t begin = c * kChunk, len = std::min(kChunk, total - begin);
-            if (n.in[0]->dtype == QNNB_UINT8) run_lut8(s, n.in[0]->in<uint8_t>() + begin, y + begin, len);
+            if (n.in[0]->dtype == QNNB_UINT8) lookup(n.in[0]->in<uint8_t>() + begin, y + begin, s.table.data(), len);  // (N6)
             else run_lut16(s, n.in[0]->in<uint16_t>() + begin, y + begin, len);
         });
     });
