@@ -1,7 +1,7 @@
 """Latency of the npu backend at w8a8 against onnxruntime and OpenVINO on their own int8 models, 1 thread.
 
     python bench/bench_npu.py [--rounds 30] [--groups real,zoo] [--models ppocr_cls,digits_cnn] [--calib N]
-                              [--clock cpu] [--smoke]
+                              [--clock cpu] [--baseline-runtime LIB] [--smoke]
 
 Two groups: `real` (the real mobile models of bench/common.py REAL_MODELS at their apps' sizes,
 fetched into $QNNB_THIRD_PARTY_DIR as bench_cpu.py does, with calibration and test inputs of their
@@ -14,7 +14,8 @@ kernels) and NNCF's int8 model (run by OpenVINO, which does the same). Then it t
 test sample, warm-up first, in interleaved rounds, and prints the medians, the ratios and their
 geometric means per group. Peers are benchmark-only dependencies: pip install -e '.[bench]' nncf
 (a peer that is missing or fails on a model is reported in its row). --clock cpu times each call by
-the process's CPU time (bench_cpu.py says why on a loaded machine). --smoke: silero_vad and
+the process's CPU time (bench_cpu.py says why on a loaded machine). --baseline-runtime LIB also
+times our model library on another runtime library (an earlier tree's libqnnb.so), as `base`. --smoke: silero_vad and
 digits_cnn, 4 calibration samples, 3 rounds: checks that it runs (CI), measures nothing.
 """
 
@@ -38,13 +39,16 @@ from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
 
-def ours_runner(float_path, dims, values, calib_npz, feeds, workdir, float_fallback=False):
+def ours_runners(float_path, dims, values, calib_npz, feeds, workdir, float_fallback=False, baseline=None):
+    """{"npu": ours} and, with `baseline` (another runtime library), {"base": it on the same model library}."""
     out = Path(workdir) / "ours"
     convert(float_path, out, input_dims=dims, input_values=values, precision="w8a8", calibration=calib_npz,
             float_fallback=float_fallback)
-    model = Model(build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so"), backend="npu",
-                  threads=1)
-    return lambda: model.run(feeds)
+    lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
+    models = {"npu": Model(lib, backend="npu", threads=1)}
+    if baseline:
+        models["base"] = Model(lib, backend="npu", threads=1, runtime=baseline)
+    return {name: (lambda m=m: m.run(feeds)) for name, m in models.items()}
 
 
 def peer_runners(float_path, calib, feeds, workdir):
@@ -90,7 +94,7 @@ def benches(groups: list[str], wanted: set | None, workdir: Path, n_calib: int |
             raise SystemExit(f"--groups: unknown group '{group}' (known: real, zoo)")
 
 
-def time_one(bench, n_calib, rounds, clock, tmp):
+def time_one(bench, n_calib, rounds, clock, tmp, baseline=None):
     """({engine: median seconds}, {peer: why it is missing})."""
     float_path, dims = pinned_model(bench, Path(tmp) / "float.onnx")
     model = onnx.load(str(float_path), load_external_data=False)
@@ -103,7 +107,7 @@ def time_one(bench, n_calib, rounds, clock, tmp):
                          bench.values)
     [peer_feeds] = pinned_feeds([feeds], model, bench.values)
     fallback = any(m.name == bench.name and m.float_fallback for m in REAL_MODELS)
-    runners = {"npu": ours_runner(float_path, dims, bench.values, bench.calibration, feeds, tmp, fallback)}
+    runners = ours_runners(float_path, dims, bench.values, bench.calibration, feeds, tmp, fallback, baseline)
     missing = {}
     for name, runner in peer_runners(float_path, calib, peer_feeds, tmp).items():
         if callable(runner):
@@ -121,6 +125,8 @@ def main() -> int:
     ap.add_argument("--calib", type=int, help="calibration samples per model (default: real 16, zoo 100)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="wall: time.perf_counter; cpu: the process's CPU time (a loaded machine)")
+    ap.add_argument("--baseline-runtime", metavar="LIB",
+                    help="also time this runtime library (libqnnb.so of an earlier tree) on our model libraries")
     ap.add_argument("--smoke", action="store_true",
                     help="silero_vad and digits_cnn, 4 samples, 3 rounds: checks that it runs")
     args = ap.parse_args()
@@ -129,7 +135,8 @@ def main() -> int:
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     wanted = set(args.models.split(",")) if args.models else None
 
-    print(f"{'model':<20} {'npu ms':>9} {'ort ms':>9} {'ov ms':>9} {'npu/ort':>8} {'npu/ov':>7} {'npu/best':>9}")
+    base_head = f" {'base ms':>9} {'npu/base':>9}" if args.baseline_runtime else ""
+    print(f"{'model':<20} {'npu ms':>9} {'ort ms':>9} {'ov ms':>9} {'npu/ort':>8} {'npu/ov':>7} {'npu/best':>9}{base_head}")
     rows: dict[str, list] = {}
     with tempfile.TemporaryDirectory() as data_dir:
         for group, bench, n_calib in benches(args.groups.split(","), wanted, Path(data_dir), args.calib, args.smoke):
@@ -138,13 +145,13 @@ def main() -> int:
                 print(f"-- {group}")
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    t, missing = time_one(bench, n_calib, args.rounds, clock, tmp)
+                    t, missing = time_one(bench, n_calib, args.rounds, clock, tmp, args.baseline_runtime)
                 except Exception as e:  # a model we cannot run yet is reported, not fatal
                     print(f"{bench.name:<20} npu failed: {short_reason(e)}", flush=True)
                     continue
             ort, ov = t.get("ort"), t.get("ov")
             best = min(v for v in (ort, ov) if v) if (ort or ov) else None
-            rows[group].append((t["npu"], ort, ov, best))
+            rows[group].append((t["npu"], ort, ov, best, t.get("base")))
 
             def ms(v):
                 return f"{v * 1e3:9.3f}" if v else f"{'-':>9}"
@@ -152,14 +159,16 @@ def main() -> int:
             def ratio(v, width, npu=t["npu"]):
                 return f"{npu / v:{width}.2f}" if v else f"{'-':>{width}}"
 
-            print(f"{bench.name:<20} {ms(t['npu'])} {ms(ort)} {ms(ov)} {ratio(ort, 8)} {ratio(ov, 7)} {ratio(best, 9)}"
+            base = f" {ms(t['base'])} {ratio(t['base'], 9)}" if "base" in t else ""
+            print(f"{bench.name:<20} {ms(t['npu'])} {ms(ort)} {ms(ov)} {ratio(ort, 8)} {ratio(ov, 7)} {ratio(best, 9)}{base}"
                   + "".join(f"   ({name}: {why})" for name, why in missing.items()), flush=True)
     for group, r in rows.items():
         if r:
             worst = max((x[0] / x[1] for x in r if x[1]), default=float("nan"))
             print(f"{'geomean ' + group:<20} {'':>9} {'':>9} {'':>9} {geomean(x[0] / x[1] for x in r if x[1]):8.2f} "
                   f"{geomean(x[0] / x[2] for x in r if x[2]):7.2f} {geomean(x[0] / x[3] for x in r if x[3]):9.2f}"
-                  f"   (max npu/ort {worst:.2f})")
+                  + (f" {'':>9} {geomean(x[0] / x[4] for x in r if x[4]):9.2f}" if args.baseline_runtime else "")
+                  + f"   (max npu/ort {worst:.2f})")
     note = openblas_note()
     if note:
         print(note)
