@@ -32,6 +32,10 @@ struct Epilogue {
     const Node* activation = nullptr;
 };
 
+// Columns a caller's block or panel should come in: a whole number of column tiles at every width
+// (3 vectors of 16, 8 or 4 floats), so no tile but the last is cut short.
+constexpr int64_t kPackedColumnQuantum = 48;
+
 // C = A * B, then the epilogue. Columns are split over ctx's threads.
 void packed_gemm(const PackedA& a, const float* b, const int64_t* rows, int64_t n, const Epilogue& epilogue,
                  float* c, int64_t ldc, const ExecContext& ctx);

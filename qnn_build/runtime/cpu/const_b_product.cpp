@@ -9,7 +9,7 @@
 namespace qnnb {
 namespace {
 
-constexpr int64_t kPanel = 48;  // columns per panel: a whole number of packed_gemm's column tiles
+constexpr int64_t kPanel = kPackedColumnQuantum;  // columns per panel: whole column tiles of packed_gemm
 
 }  // namespace
 

@@ -91,7 +91,6 @@ enum class ConvPath { Depthwise, Pointwise, Direct, Im2col, Batched };
 
 constexpr int64_t kIm2colBudget = 1 << 18;   // floats of im2col columns per block (1 MB)
 constexpr int64_t kWideBudget = 1 << 15;      // floats of wide output rows per direct block (128 KB)
-constexpr int64_t kColumnQuantum = 48;        // a whole number of packed_gemm's column tiles
 constexpr int64_t kDepthwiseMaxTaps = 49;     // a single-channel conv with more taps takes a GEMM path
 constexpr int64_t kFewPositions = 16;         // per image, below which a batch goes in one product
 
@@ -142,7 +141,8 @@ const std::vector<PackedA>& weights(Node& n) {
 // Wide output positions per block: the block's rows of every output channel stay in L2, and a
 // block is whole column tiles.
 int64_t direct_block(int64_t out_per_group) {
-    return std::max<int64_t>(kColumnQuantum, kWideBudget / out_per_group / kColumnQuantum * kColumnQuantum);
+    constexpr int64_t q = kPackedColumnQuantum;
+    return std::max<int64_t>(q, kWideBudget / out_per_group / q * q);
 }
 
 void run_direct(Node& n, const ExecContext& ctx) {

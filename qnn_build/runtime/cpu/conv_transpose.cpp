@@ -19,7 +19,6 @@ namespace qnnb {
 namespace {
 
 constexpr int64_t kColumnBudget = 1 << 18;  // floats of product output per block (1 MB)
-constexpr int64_t kColumnQuantum = 48;       // a whole number of packed_gemm's column tiles
 
 
 // A run of input columns [a, e) of input row (d, h) in a block, starting at block column `col`.
@@ -170,7 +169,8 @@ bool prepare_conv_transpose(Node& n, std::string& err) {
         return false;
     }
     const int64_t rows = (g.out_ch / g.group) * g.taps();
-    s.block = std::min(g.in_plane(), std::max<int64_t>(kColumnQuantum, kColumnBudget / rows / kColumnQuantum * kColumnQuantum));
+    constexpr int64_t q = kPackedColumnQuantum;
+    s.block = std::min(g.in_plane(), std::max<int64_t>(q, kColumnBudget / rows / q * q));
     s.columns_at = take_scratch(n, static_cast<size_t>(rows * s.block) * sizeof(float));
     s.segments.reserve(s.block / g.in[2] + 2);
     for (int64_t c = 0; c < g.in_ch / g.group; ++c) s.b_rows.push_back(c * g.in_plane());
