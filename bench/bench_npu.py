@@ -30,7 +30,8 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quant_peers as peers
 from bench_cpu import openvino_runner
-from bench_quant import load_samples, pinned_feeds, pinned_model, real_models, shipped_models, short_reason
+from bench_quant import (input_dtypes, load_samples, pinned_feeds, pinned_model, real_models, shipped_models,
+                         short_reason)
 from common import REAL_MODELS, geomean, interleaved_medians, openblas_note
 
 from qnn_build.convert import convert
@@ -97,8 +98,7 @@ def time_one(bench, n_calib, rounds, clock, tmp, baseline=None):
     """({engine: median seconds}, {peer: why it is missing})."""
     float_path, dims = pinned_model(bench, Path(tmp) / "float.onnx")
     model = onnx.load(str(float_path), load_external_data=False)
-    dtypes = {vi.name: onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-              for vi in model.graph.input if vi.name in dims}  # token ids and node indices stay integers
+    dtypes = input_dtypes(model, dims)
     calib, _ = load_samples(bench.calibration, dims, dtypes, n_calib, seed=0)
     test, _ = load_samples(bench.test, dims, dtypes, 1, seed=1)
     feeds = {k: v.reshape(dims[k]) for k, v in test[0].items()}

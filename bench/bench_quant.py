@@ -203,10 +203,16 @@ def pinned_model(bench: Bench, out_path: Path) -> tuple[Path, dict[str, list[int
     return out_path, dims
 
 
+def input_dtypes(model, names=None) -> dict:
+    """{graph input: its numpy dtype} (token ids and node indices stay integers), of `names` if given."""
+    from onnx import helper
+    return {vi.name: helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) for vi in model.graph.input
+            if names is None or vi.name in names}
+
+
 def pinned_feeds(samples: list[dict], model, values: dict) -> list[dict]:
     """Each sample with the --input-value inputs added, in their ONNX dtypes."""
-    from onnx import helper
-    types = {vi.name: helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type) for vi in model.graph.input}
+    types = input_dtypes(model)
     return [{**s, **{k: np.array(v, types[k]) for k, v in values.items()}} for s in samples]
 
 
@@ -379,9 +385,7 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
         try:
             float_path, dims = pinned_model(bench, tmp / "float.onnx")
             model = onnx.load(str(float_path), load_external_data=False)
-            from onnx import helper
-            dtypes = {vi.name: helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-                      for vi in model.graph.input if vi.name in dims}
+            dtypes = input_dtypes(model, dims)
             calib, _ = load_samples(bench.calibration, dims, dtypes, args.calib_offset + args.calib, seed=0)
             calib = calib[args.calib_offset:]
             test, labels = load_samples(bench.test, dims, dtypes, args.test, seed=1)
