@@ -29,12 +29,10 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # onnx_backend: the pipeline as an ONNX backend
-from common import (REAL_MODELS, fetch_real, geomean, interleaved_medians, light_models,  # noqa: E402
-                    openblas_note, random_feeds, real_feeds, zoo_models)
+from common import (REAL_MODELS, baseline_model, fetch_real, geomean, interleaved_medians,  # noqa: E402
+                    light_models, openblas_note, random_feeds, real_feeds, zoo_models)
 
 from onnx_backend import QnnbBackend  # noqa: E402
-
-from qnn_build.runtime.binding import Model  # noqa: E402
 
 
 def onnxruntime_runner(path, feeds):
@@ -90,12 +88,9 @@ def time_one(path, feeds, peer_feeds, values, rounds, clock, baseline=None):
     rep = QnnbBackend.prepare(onnx.load(str(path)), input_dims={k: list(v.shape) for k, v in feeds.items()},
                               input_values=values)
     runners = {"ours": lambda: rep.model.run(feeds), "ort": onnxruntime_runner(path, peer_feeds)}
-    if baseline:
-        try:
-            base = Model(Path(rep._tmp.name) / "libmodel.so", runtime=baseline)
-            runners["base"] = lambda: base.run(feeds)
-        except Exception as e:  # an older runtime may lack one of the model's ops: no base column then
-            print(f"  (base runtime cannot run it: {str(e).splitlines()[0][:100]})")
+    base = baseline_model(Path(rep._tmp.name) / "libmodel.so", baseline) if baseline else None
+    if base:
+        runners["base"] = lambda: base.run(feeds)
     ov_runner = openvino_runner(path, peer_feeds)
     if ov_runner:
         runners["ov"] = ov_runner

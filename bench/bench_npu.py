@@ -32,7 +32,7 @@ import quant_peers as peers
 from bench_cpu import openvino_runner
 from bench_quant import (input_dtypes, load_samples, pinned_feeds, pinned_model, real_models, shipped_models,
                          short_reason)
-from common import REAL_MODELS, geomean, interleaved_medians, openblas_note
+from common import REAL_MODELS, baseline_model, geomean, interleaved_medians, openblas_note
 
 from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model
@@ -46,8 +46,9 @@ def ours_runners(float_path, dims, values, calib_npz, feeds, workdir, float_fall
             float_fallback=float_fallback)
     lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
     models = {"npu": Model(lib, backend="npu", threads=1)}
-    if baseline:
-        models["base"] = Model(lib, backend="npu", threads=1, runtime=baseline)
+    base = baseline_model(lib, baseline, backend="npu", threads=1) if baseline else None
+    if base:
+        models["base"] = base
     return {name: (lambda m=m: m.run(feeds)) for name, m in models.items()}
 
 

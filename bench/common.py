@@ -139,6 +139,17 @@ def random_feeds(model_path: Path, dims: dict, seed: int = 0) -> dict[str, np.nd
     return feeds
 
 
+def baseline_model(lib, runtime, **kwargs):
+    """Our model library `lib` on an earlier tree's runtime library (--baseline-runtime), or None, said
+    why, when that runtime cannot run it (the model uses an op newer than it): no base column then."""
+    from qnn_build.runtime.binding import Model
+    try:
+        return Model(lib, runtime=runtime, **kwargs)
+    except Exception as e:  # noqa: BLE001 - any refusal of the older runtime
+        print(f"  (base runtime cannot run it: {str(e).splitlines()[0][:100]})")
+        return None
+
+
 def interleaved_medians(runners: dict, rounds: int, warmup: int = 3, clock=time.perf_counter,
                         min_sample: float = 1e-3) -> dict[str, float]:
     """Median seconds per call of each runner, timed in rotating order. clock: time.perf_counter
