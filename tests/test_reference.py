@@ -31,3 +31,17 @@ def test_constant_of_shape_is_float64_in_the_reference(attrs, fill):
     y = run_float64(_model(attrs), {"x": x})["y"]
     assert y.dtype == np.float64
     np.testing.assert_array_equal(y, x.astype(np.float64) + fill)
+
+
+def test_gather_elements_along_an_axis_longer_than_64():
+    # onnx's reference (numpy.choose) refuses more than 64 choices: a detector's end-to-end head
+    # gathers the boxes of its top anchors from 2100 of them.
+    node = helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 100, 3]),
+                                            helper.make_tensor_value_info("i", TensorProto.INT64, [2, 5, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 3])])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 100, 3)).astype(np.float32)
+    i = rng.integers(-100, 100, (2, 5, 3))
+    y = run_float64(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), {"x": x, "i": i})["y"]
+    np.testing.assert_array_equal(y, np.take_along_axis(x.astype(np.float64), i % 100, axis=1))

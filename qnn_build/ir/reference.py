@@ -1,11 +1,15 @@
 """onnx's reference implementation (onnx.reference), as qnn-build evaluates ONNX with it: constant
 folding (fold.py) and the float64 accuracy reference of the tests.
 
-One correction: before opset 14, BatchNormalization is in inference mode when it has one output,
+Two corrections. Before opset 14, BatchNormalization is in inference mode when it has one output,
 but onnx's opset-9 reference normalises with the batch statistics whenever `momentum` is set, and
 the schema's default sets it (onnx/onnx#8442); its opset-6 one does so unless `is_test` is set.
 Here a one-output node (without training_mode=1) is evaluated in inference mode, as onnxruntime
 does; a training-mode node is not evaluated.
+
+GatherElements: onnx's reference gathers with numpy.choose, which takes at most 64 choices, so it
+fails on any axis longer than 64 (a detector's TopK of anchors gathers from thousands); here it is
+numpy.take_along_axis, negative indices counted from the end as the spec says.
 """
 
 import numpy as np
@@ -25,7 +29,15 @@ class BatchNormalization(OpRun):
         return (((x - mean) / np.sqrt(var + epsilon) * scale + bias).astype(x.dtype),)
 
 
-CORRECTED_OPS = [BatchNormalization]
+class GatherElements(OpRun):
+    op_domain = ""
+
+    def _run(self, data, indices, axis=0):
+        indices = np.where(indices < 0, indices + data.shape[axis], indices)
+        return (np.take_along_axis(data, indices.astype(np.int64), axis=axis),)
+
+
+CORRECTED_OPS = [BatchNormalization, GatherElements]
 
 
 def evaluator(model: onnx.ModelProto) -> ReferenceEvaluator:
