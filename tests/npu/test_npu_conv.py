@@ -264,13 +264,27 @@ def test_product_blockwise_equals_golden(tmp_path, monkeypatch, precision, op, c
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
-@pytest.mark.parametrize("case", [([2, 3, 10, 16], [2, 3, 16, 10]), ([4, 9, 8], [1, 8, 12]), ([6, 20], [20, 7])])
+@pytest.mark.parametrize("case", [([2, 3, 10, 16], [2, 3, 16, 10]), ([4, 9, 8], [1, 8, 12]), ([6, 20], [20, 7]),
+                                  ([1, 2, 13, 37], [1, 2, 37, 70]),   # K, M and N tails of the block kernel
+                                  ([3, 20, 64], [3, 64, 130])])      # K in place, three column blocks
 def test_matmul_activations_equal_golden(tmp_path, monkeypatch, precision, case):
-    """Attention-style products: both operands activations with zero points."""
+    """Attention-style products: both operands activations with zero points (w8a8: the block
+    kernel with B packed per call, act_product.h)."""
     a_shape, b_shape = case
     rng = np.random.default_rng(sum(b_shape) + len(precision))
     graph, feeds, expected = product_case(tmp_path, rng, precision, "MatMul", a_shape, b_shape, b_const=False)
     assert not graph.tensor("w").is_const
+    check_paths(build(graph, tmp_path), feeds, expected, monkeypatch)
+
+
+@pytest.mark.parametrize("attrs", [{"transB": 1, "alpha": -0.7}, {"transA": 1, "beta": 0.5}])
+def test_gemm_activations_equal_golden(tmp_path, monkeypatch, attrs):
+    """Gemm with B an activation: B read across its rows (transB), A's rows gathered (transA), the
+    sign of alpha, a bias from C."""
+    rng = np.random.default_rng(len(attrs))
+    a_shape = [21, 11] if attrs.get("transA") else [11, 21]
+    b_shape = [70, 21] if attrs.get("transB") else [21, 70]
+    graph, feeds, expected = product_case(tmp_path, rng, "w8a8", "Gemm", a_shape, b_shape, attrs, [70], b_const=False)
     check_paths(build(graph, tmp_path), feeds, expected, monkeypatch)
 
 

@@ -9,6 +9,8 @@
 //  - product_ref: the plain loops (QNNB_NPU_REFERENCE=1 at prepare selects it);
 //  - vnni (8-bit activation A x 8/4-bit per-channel constant B, one B matrix): B packed once at
 //    prepare for _mm512_dpbusd_epi32, rows of A read in place (or copied to a K-padded buffer);
+//  - act_vnni (two 8-bit activations, attention): B packed per call for the same block kernel
+//    (act_product.h);
 //  - rows (everything else whose B is contiguous along N): per row of A, vectorisable
 //    multiply-accumulate of whole rows of B.
 #include <algorithm>
@@ -17,13 +19,14 @@
 
 #include "../core/broadcast.h"
 #include "../core/parallel.h"
+#include "act_product.h"
 #include "conv_common.h"
 
 namespace qnnb {
 namespace npu {
 namespace {
 
-enum class Path { Reference, Rows, Vnni };
+enum class Path { Reference, Rows, Vnni, ActVnni };
 enum class Kind { U8, U16, I16 };  // an operand's element type (constants unpacked to int16)
 
 struct ProductState : MatMulBatches {  // Gemm sets m, k, n and one product itself
@@ -41,6 +44,7 @@ struct ProductState : MatMulBatches {  // Gemm sets m, k, n and one product itse
     int64_t kpad = 0;                          // bytes per row of A as the kernel reads it
     bool a_in_place = false;
     size_t a_rows_at = 0;                      // in the node's scratch: A as [rows][kpad] when not in place
+    ActProduct act;                            // act_vnni
 };
 
 Kind kind_of(const Tensor& t) {
@@ -222,6 +226,8 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
     const bool one_b = s.b_off.size() == 1;
     const bool vnni = QNNB_NPU_BLOCK && s.a_kind == Kind::U8 && b->is_const() && b->encoding.bitwidth <= 8 &&
                       !s.p.blockwise() && one_b && s.b_sj == 1 && fits_int32(255, 128, s.k) && s.k > 0;
+    const bool act_vnni = QNNB_NPU_BLOCK && s.a_kind == Kind::U8 && s.b_kind == Kind::U8 && !s.p.blockwise() &&
+                          s.p.sign != 0 && fits_int32(255, 255, s.k) && s.k > 0;
     if (force_reference() || s.k == 0) {
         s.path = Path::Reference;
     } else if (vnni) {
@@ -236,6 +242,15 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
         s.kpad = s.vw.kq * 4;
         s.a_in_place = s.a_sk == 1 && s.k == s.kpad;
         if (!s.a_in_place) s.a_rows_at = take_scratch(node, static_cast<size_t>(s.m * s.kpad));
+    } else if (act_vnni) {
+        s.path = Path::ActVnni;
+        s.act.a_si = s.a_si;
+        s.act.a_sk = s.a_sk;
+        s.act.b_sk = s.b_sk;
+        s.act.b_sj = s.b_sj;
+        s.act.zp_a = s.zp_a;
+        s.act.zp_b = s.zp_b;
+        plan_act_product(node, s, s.p, s.act);
     } else if (s.b_sj == 1) {
         s.path = Path::Rows;
     } else {
@@ -312,6 +327,12 @@ void run_product(Node& node, const ExecContext& ctx) {
             product_vnni<TY>(node, s, node.in[0]->in<uint8_t>(), y, ctx);
             return;
         }
+#if QNNB_NPU_BLOCK
+        if (s.path == Path::ActVnni) {
+            run_act_product<TY>(node, s, s.act, node.in[0]->in<uint8_t>(), node.in[1]->in<uint8_t>(), y, ctx);
+            return;
+        }
+#endif
         with_kind(s.a_kind, [&](auto xa) {
             with_kind(s.b_kind, [&](auto xb) {
                 using XA = decltype(xa);
