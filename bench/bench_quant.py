@@ -33,7 +33,9 @@ A tool that fails on a model is reported as "failed: <reason>" and the run goes 
 
 The summary answers, per model: is our best w8a8 SQNR >= onnxruntime MinMax's, and >= the best
 w8a8 peer's? w8a16 - w8a8 in dB (target >= 15), and w4a16 vs w8a16 (target: within 3 dB on
-transformer_block). A model's SQNR is its worst output's.
+transformer_block). A model's SQNR is its worst output's. The default's table gives its lead over
+the best onnxruntime row with the standard deviation of that difference over the test samples (a
+paired bootstrap): a shortfall within two of them is the test set's noise, not a method's.
 
 Peers are benchmark-only dependencies: pip install nncf openvino onnx_ir.
 """
@@ -260,6 +262,8 @@ class Result:
     note: str = ""
     n_quantized: int | None = None            # activation tensors given an encoding / a QuantizeLinear
     left_float: list[str] = field(default_factory=list)  # op types whose outputs stay float (peers)
+    # per output: (squared error, squared reference) of each test sample, for the noise of a difference
+    per_sample: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @property
     def score(self) -> float | None:
@@ -268,11 +272,14 @@ class Result:
 
 
 def measure(setting, outs, ref, labels, seconds, note="", n_quantized=None, left_float=()) -> Result:
-    sq, t1 = [], []
+    sq, t1, per_sample = [], [], []
     acc = None
     for o, r in zip(outs, ref):
         o = o.reshape(r.shape)
         sq.append(sqnr_db(r, o))
+        r64 = r.astype(np.float64).reshape(len(r), -1)
+        per_sample.append((np.sum((o.astype(np.float64).reshape(len(r), -1) - r64) ** 2, axis=1),
+                           np.sum(r64 ** 2, axis=1)))
         if is_classifier(r.shape[1:]):
             t1.append(float(np.mean(np.argmax(o[:, 0], -1) == np.argmax(r[:, 0], -1))))
             if labels is not None and acc is None:
@@ -280,7 +287,23 @@ def measure(setting, outs, ref, labels, seconds, note="", n_quantized=None, left
         else:
             t1.append(None)
     return Result(setting.label, setting.tool, setting.kind, sq, t1, acc, seconds, note=note,
-                  n_quantized=n_quantized, left_float=list(left_float))
+                  n_quantized=n_quantized, left_float=list(left_float), per_sample=per_sample)
+
+
+BOOTSTRAP_ROUNDS = 1000
+
+
+def difference_sd(a: Result, b: Result) -> float:
+    """The standard deviation of a.score - b.score over the test samples: a paired bootstrap (the
+    same resampled test samples for both, BOOTSTRAP_ROUNDS rounds, a fixed seed). A difference
+    within two of it says more about which samples were drawn than about the methods."""
+    n = len(a.per_sample[0][0])
+    idx = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_ROUNDS, n))
+
+    def scores(r):  # [rounds]: the worst output's SQNR on each resampled set
+        return np.min([10 * np.log10(np.maximum(sig[idx].sum(1), 1e-300) / np.maximum(err[idx].sum(1), 1e-300))
+                       for err, sig in r.per_sample], axis=0)
+    return float(np.std(scores(a) - scores(b)))
 
 
 def short_reason(e: BaseException) -> str:
@@ -555,7 +578,8 @@ def default_rows(all_results) -> tuple[list[str], list[list[str]]]:
     """The default alone against onnxruntime's fixed methods, with its conversion time over plain
     minmax's. A peer that quantizes no activation (silero VAD: its graph is inside If branches) is
     not a w8a8 result and shows as n/a."""
-    header = ["model", DEFAULT_LABEL, "ort w8a8 MinMax", "ort w8a8 Percentile", ">= both", "time: default / minmax"]
+    header = ["model", DEFAULT_LABEL, "ort w8a8 MinMax", "ort w8a8 Percentile", ">= both",
+              "default - best peer (σ)", "time: default / minmax"]
     rows = []
     for info, results in all_results:
         by = {r.label: r for r in results if r.score is not None}
@@ -568,8 +592,13 @@ def default_rows(all_results) -> tuple[list[str], list[list[str]]]:
         measured = [r for r in peers if r]
         verdict = "n/a" if not measured else "yes" if all(ours.score >= r.score for r in measured) else \
             "NO (" + ", ".join(f"{ours.score - r.score:+.2f}" for r in measured) + ")"
+        lead = "n/a"
+        if measured:
+            top = max(measured, key=lambda r: r.score)
+            d, sd = ours.score - top.score, difference_sd(ours, top)
+            lead = f"{d:+.2f} ({sd:.2f})" + (", within noise" if d < 0 and -d <= 2 * sd else "")
         ratio = f"{ours.seconds / plain.seconds:.1f}x" if plain and plain.seconds and ours.seconds else "n/a"
-        rows.append([info["name"], fmt_db(ours.score), *cells, verdict, ratio])
+        rows.append([info["name"], fmt_db(ours.score), *cells, verdict, lead, ratio])
     return header, rows
 
 
