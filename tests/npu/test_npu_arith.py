@@ -81,6 +81,36 @@ def test_one_element_constant_operand(tmp_path, op, precision, const_first):
     check(tmp_path, graph, feeds, {"y": np.broadcast_to(expected, [3, 2, 50])}, f"{op}{precision}{const_first}")
 
 
+# (a shape, b shape, which is a constant): rows of 1024 elements or more where one operand holds one
+# value per row (a per-channel bias or scale, an SE block's gate) take a table per row at 8 bits;
+# the tails (1200, 1089 elements) and a batch of two rows per channel included.
+BROADCAST_ROWS = [
+    ("Add", [1, 3, 20, 60], [1, 3, 1, 1], "b"),
+    ("Sub", [1, 3, 1, 1], [1, 3, 20, 60], "a"),
+    ("Mul", [1, 3, 1, 1], [1, 3, 20, 60], "a"),
+    ("Mul", [2, 3, 33, 33], [2, 3, 1, 1], None),
+    ("Add", [2, 4, 32, 32], [1, 4, 1, 1], None),
+]
+
+
+@pytest.mark.parametrize("op,a_shape,b_shape,const", BROADCAST_ROWS)
+def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
+    rng = np.random.default_rng(len(a_shape) + len(op) + sum(b_shape))
+    shapes = {"a": a_shape, "b": b_shape}
+    inits = [(const, uniform(rng, shapes[const], -1.5, 1.5))] if const else []
+    inputs = [(n, F, shapes[n]) for n in ("a", "b") if n != const]
+    path = make_model(tmp_path, [helper.make_node(op, ["a", "b"], ["y"])], inputs, ["y"], inits)
+    graph = quantized(path, "w8a8", {"a": (-2.0, 3.0), "b": (-1.5, 1.5), "y": (-4.0, 6.0)}, rng=rng)
+    feeds = {n: uniform(rng, shapes[n], -2.5, 3.5) for n in ("a", "b") if n != const}
+    q = {n: graph.tensor(n).const.astype(np.int64) if n == const else q_in(graph, feeds, n) for n in ("a", "b")}
+    encs = (enc_of(graph, "a"), enc_of(graph, "b"), enc_of(graph, "y"))
+    if op == "Mul":
+        expected = golden.mul(q["a"], q["b"], *encs)
+    else:
+        expected = golden.add_sub(q["a"], q["b"], *encs, subtract=op == "Sub")
+    check(tmp_path, graph, feeds, {"y": expected}, f"rows{op}{const}{len(a_shape)}")
+
+
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 def test_where(tmp_path, precision):
     rng = np.random.default_rng(2)

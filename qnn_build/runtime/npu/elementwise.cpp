@@ -28,7 +28,23 @@ struct BinaryState {
     bool narrow = false;
     ArrayView<int64_t> term_a, term_b;
     Int64Requantize last;
+    // Long rows where one operand is an 8-bit code along the row and the other holds one value for
+    // the whole row (x + bias[c], x · scale[c], an SE block's x · gate[c]): per row, binary_row over
+    // the 256 codes with that value, then one lookup per element. `row_varying`: the code operand.
+    int row_varying = -1;
 };
+
+// Rows at least this long take BinaryState::row_varying: 4 elements per table entry computed.
+constexpr int64_t kRowTableMin = 1024;
+
+// Every 8-bit code once, in order: the operand a code table is computed on.
+struct AllCodes {
+    uint8_t q[256];
+    constexpr AllCodes() : q() {
+        for (int i = 0; i < 256; ++i) q[i] = static_cast<uint8_t>(i);
+    }
+};
+constexpr AllCodes kAllCodes;
 
 template <int Op>
 void tabulate(Node& n, BinaryState& s);
@@ -81,7 +97,13 @@ bool prepare_binary(Node& n, std::string& err) {
     if (!int_params(n, "npu_mult", k, s.mult, err) || !int_params(n, "npu_shift", k, s.shift, err)) return false;
     if (n.op != "Mul") s.left_shift = static_cast<int32_t>(n.params.i("npu_left_shift", 20));
     tabulate<Op>(n, s);
-    if (s.varying < 0) prepare_narrow<Op>(n, s);
+    if (s.varying >= 0) return true;
+    prepare_narrow<Op>(n, s);
+    for (int v = 0; v < 2 && s.plan.inner >= kRowTableMin; ++v)
+        if (n.in[v]->dtype == QNNB_UINT8 && s.plan.inner_stride[v] == 1 && s.plan.inner_stride[1 - v] == 0) {
+            s.row_varying = v;
+            break;
+        }
     return true;
 }
 
@@ -110,8 +132,7 @@ void tabulate(Node& n, BinaryState& s) {
     const int v = code_table_operand(n);
     if (v >= 0) {
         const Tensor* c = n.in[1 - v];
-        uint8_t codes[256];
-        for (int q = 0; q < 256; ++q) codes[q] = static_cast<uint8_t>(q);
+        const uint8_t* codes = kAllCodes.q;
         s.table = n.prepared->get<int32_t>(0, 256, [&](int32_t* table) {
             with_int_type(c->dtype, [&](auto tc) {
                 using TC = decltype(tc);
@@ -139,6 +160,23 @@ void narrow_row(const BinaryState& s, const uint8_t* a, int64_t sa, const uint8_
     }
 }
 
+// One row of BinaryState::row_varying: a has the codes along the row when row_varying is 0 (b one
+// value), b otherwise.
+template <int Op, class TA, class TB, class TY>
+void table_row(const BinaryState& s, const TA* a, const TB* b, TY* y, int64_t n) {
+    int32_t table[256];
+    if constexpr (std::is_same_v<TA, uint8_t>) {
+        if (s.row_varying == 0) {
+            binary_row<Op>(s, kAllCodes.q, 1, b, 0, table, 256);
+            return lookup(a, y, table, n);
+        }
+    }
+    if constexpr (std::is_same_v<TB, uint8_t>) {
+        binary_row<Op>(s, a, 0, kAllCodes.q, 1, table, 256);
+        lookup(b, y, table, n);
+    }
+}
+
 template <int Op>
 void run_binary(Node& n, const ExecContext& ctx) {
     const BinaryState& s = n.state_as<BinaryState>();
@@ -158,6 +196,7 @@ void run_binary(Node& n, const ExecContext& ctx) {
                 parallel_for(ctx, s.plan.outer, [&](int64_t row) {
                     int64_t off[2];
                     s.plan.offsets(row, off);
+                    if (s.row_varying >= 0) return table_row<Op>(s, a + off[0], b + off[1], y + row * s.plan.inner, s.plan.inner);
                     if constexpr (sizeof(TA) == 1 && sizeof(TB) == 1 && !std::is_signed_v<TA> && !std::is_signed_v<TB>) {
                         if (s.narrow)
                             return narrow_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1],
