@@ -15,6 +15,7 @@ LIBRARIES = {"common.py", "end2end_head.py", "quant_peers.py", "real_data.py"}  
 # script -> (extra arguments, a text its output must hold)
 SMOKE = {
     "bench_calib_memory.py": ([], "peak RSS MiB"),
+    "bench_convert_time.py": ([], "auto / --fast"),
     "bench_cpu.py": ([], "geomean zoo"),
     "bench_htp.py": ([], "digits_cnn"),
     "bench_init.py": ([], "geometric mean over 2 builds"),

@@ -11,6 +11,7 @@ column order.
 import hashlib
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..errors import QnnBuildError
 from ..log import progress
@@ -24,6 +25,13 @@ GPTQ_BLOCK = 128            # columns updated together (lazy batch updates: the 
 # more than the rest of the conversion (PP-OCRv4's detector). A fixed pseudo-random subset (no
 # aliasing with the image's rows), the same for every sample.
 GPTQ_MAX_ROWS = 1024
+
+
+def _one_blas_thread():
+    """numpy's BLAS on one thread for H's sums and the factorizations: the same bytes on a machine
+    with any number of cores, and no CPU time spent in threads waiting for a core on a busy machine
+    (there, two threads doubled GPTQ's CPU time)."""
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def gptq_layers(graph) -> dict:
@@ -69,13 +77,14 @@ def input_rows(node, x: np.ndarray, w_shape, max_rows: int | None = None) -> lis
     """The layer's input vectors as rows [n, K], one matrix per group (conv: im2col patches in the
     weight's (channel, kernel...) order, with the node's pads, strides and dilations); at most
     max_rows of them (_subset)."""
-    x = np.asarray(x, np.float64)
+    # im2col in the tensor's own dtype: only the rows taken are widened to float64
+    x = np.asarray(x)
     if node.op_type == "Gemm":  # A is [M, K], or [K, M] with trans_a
         a = x.T if node.attrs.get("trans_a") else x
-        return [a[_subset(a.shape[0], max_rows)]]
+        return [a[_subset(a.shape[0], max_rows)].astype(np.float64)]
     if node.op_type == "MatMul":
         a = x.reshape(-1, x.shape[-1])
-        return [a[_subset(a.shape[0], max_rows)]]
+        return [a[_subset(a.shape[0], max_rows)].astype(np.float64)]
     group = int(node.attrs.get("group", 1))
     kernel = list(w_shape[2:])
     r = len(kernel)
@@ -97,7 +106,7 @@ def input_rows(node, x: np.ndarray, w_shape, max_rows: int | None = None) -> lis
     if not isinstance(pick, slice):  # only the chosen positions are copied out of the view
         win = win[np.unravel_index(pick, positions)]
     rows = win.reshape(-1, c, int(np.prod(kernel)))
-    return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1) for g in range(group)]
+    return [rows[:, g * per:(g + 1) * per].reshape(rows.shape[0], -1).astype(np.float64) for g in range(group)]
 
 
 class Hessians(dict):
@@ -134,21 +143,22 @@ def collect_hessians(graph, model, stream) -> Hessians:
             a += m.T @ m
         pending[name] = []
 
-    for feeds in progress(stream(), "GPTQ, layer inputs", unit="sample"):
-        model.run(feeds)
-        tensors = {**feeds, **model.tensors()}
-        for name, node in layers.items():
-            x = tensors.get(node.inputs[0])
-            if x is None:
-                raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
-                                    f"'{node.inputs[0]}' (input of {node.describe()})")
-            pending[name].append(input_rows(node, x, graph.tensor(name).shape, GPTQ_MAX_ROWS))
-            rows[name] += pending[name][-1][0].shape[0]
-            if sum(mats[0].shape[0] for mats in pending[name]) >= GPTQ_MAX_ROWS:
+    with _one_blas_thread():
+        for feeds in progress(stream(), "GPTQ, layer inputs", unit="sample"):
+            model.run(feeds)
+            tensors = {**feeds, **model.tensors()}
+            for name, node in layers.items():
+                x = tensors.get(node.inputs[0])
+                if x is None:
+                    raise QnnBuildError(f"weight rounding gptq: the float model kept no tensor "
+                                        f"'{node.inputs[0]}' (input of {node.describe()})")
+                pending[name].append(input_rows(node, x, graph.tensor(name).shape, GPTQ_MAX_ROWS))
+                rows[name] += pending[name][-1][0].shape[0]
+                if sum(mats[0].shape[0] for mats in pending[name]) >= GPTQ_MAX_ROWS:
+                    add(name)
+        for name in layers:
+            if pending[name]:
                 add(name)
-    for name in layers:
-        if pending[name]:
-            add(name)
     return Hessians({name: [2.0 * a / max(rows[name], 1) for a in acc] for name, acc in sums.items()})
 
 
@@ -172,29 +182,31 @@ def gptq_quantize(node, values: np.ndarray, enc: Encoding, hessians: list[np.nda
     scales = np.broadcast_to(np.asarray(scales, np.float64), values.shape)
     w_mats, back = _as_matrix(node, np.asarray(values, np.float64))
     s_mats, _ = _as_matrix(node, scales)
-    q_mats = [_gptq_matrix(w, s, h, enc.qmin, enc.qmax) for w, s, h in zip(w_mats, s_mats, hessians)]
+    with _one_blas_thread():
+        q_mats = [_gptq_matrix(w, s, h, enc.qmin, enc.qmax) for w, s, h in zip(w_mats, s_mats, hessians)]
     return back(q_mats).astype(np.int64)
 
 
 def _gptq_matrix(w, s, h, qmin, qmax) -> np.ndarray:
-    w = np.array(w, np.float64)
+    w0 = np.asarray(w, np.float64)
+    w = w0.copy()                      # w0 moved by the errors of the columns before (20)
     h = np.array(h, np.float64)
     k = w.shape[1]
     dead = np.diag(h) == 0             # an input that was always zero: no feedback into or from it
     h[dead, dead] = 1.0
     h[np.diag_indices(k)] += GPTQ_DAMP * np.mean(np.diag(h))            # (18)
-    try:
-        u = np.linalg.cholesky(np.linalg.inv(h)).T                      # (19): H⁻¹ = Uᵀ U
+    try:  # (19): R upper with H = R Rᵀ, the Cholesky factor of H with its index order reversed
+        r = np.linalg.cholesky(h[::-1, ::-1])[::-1, ::-1]
     except np.linalg.LinAlgError:
-        return np.clip(np.round(w / s), qmin, qmax)
+        return np.clip(np.round(w0 / s), qmin, qmax)
+    feed = r / np.diag(r)              # (20'): column j's weights move by Σ_{i<j} d_i · R_ij / R_jj
     q = np.zeros_like(w)
     for start in range(0, k, GPTQ_BLOCK):
         end = min(start + GPTQ_BLOCK, k)
-        err = np.zeros((w.shape[0], end - start))
+        d = np.zeros((w.shape[0], end - start))
         for j in range(start, end):                                     # (20)
             q[:, j] = np.clip(np.round(w[:, j] / s[:, j]), qmin, qmax)
-            e = (w[:, j] - q[:, j] * s[:, j]) / u[j, j]
-            w[:, j + 1:end] -= np.outer(e, u[j, j + 1:end])
-            err[:, j - start] = e
-        w[:, end:] -= err @ u[start:end, end:]
+            d[:, j - start] = w0[:, j] - q[:, j] * s[:, j]
+            w[:, j + 1:end] += np.outer(d[:, j - start], feed[j, j + 1:end])
+        w[:, end:] += d @ feed[start:end, end:]
     return q
