@@ -82,7 +82,8 @@ def is_added(node: Node, index: int) -> bool:
 def quantize_graph(graph: Graph, precision: Precision, stats: Stats | None, options: QuantOptions,
                    overrides: dict | None = None, act_ranges: dict | None = None, hessians: dict | None = None) -> dict:
     """Set `encoding` on every float tensor and store constants as integers (or halves for fp16).
-    act_ranges: tensor -> (lo, hi) in place of the range algorithm's (the range search's result).
+    act_ranges: tensor -> (lo, hi) in place of the range algorithm's (the range search's result), or
+    (lo, hi, bits) where the search gives a tensor more bits than the precision's.
     hessians: quant/gptq.py Hessians (weight -> H per group), used with weight_rounding gptq.
     Returns the range taken from statistics per tensor, in graph order: tensor -> (lo, hi, bits)."""
     if precision.name == "fp16":
@@ -236,8 +237,8 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
             if from_model:  # a tensor a QDQ model computes in float: as near to float as the npu holds
                 bits = max(bits, SOURCE_FLOAT_BITS)
             s = stats[source]
-            if source in act_ranges:
-                lo, hi = act_ranges[source]
+            if source in act_ranges:  # (lo, hi), or (lo, hi, bits): auto's squares at 16 bits, (21c)
+                lo, hi, bits = (*act_ranges[source], bits)[:3]
             else:
                 lo, hi = choose_range(s.min, s.max, s.hist, bits, options.act_range, options.percentile)
             chosen.setdefault(source, (lo, hi, bits))

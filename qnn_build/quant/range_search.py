@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from ..log import progress
+from ..ops.kinds import VALUE_KEEPERS
 from .apply import quantize_graph
 from .encoding import activation_encoding
 from .ranges import choose_range
@@ -29,6 +30,9 @@ SEARCH_SIGNIFICANCE = 2.0               # (16): standard errors a move must gain
 # act_range auto (docs/quantization.md (21)): one fixed method for every tensor, the one that scores
 # best, then bias correction (21b); six evaluations.
 AUTO_METHODS = (("minmax", None),) + tuple(("percentile", p) for p in SEARCH_PERCENTILES) + (("mse", None),)
+# (21c): squares, and the sums and means of squares, at SQUARE_BITS with their minmax ranges
+SQUARE_BITS = 16
+_SUMS = {"Add", "Sum", "ReduceMean", "ReduceSum", "GlobalAveragePool", "AveragePool"}
 
 
 @dataclasses.dataclass
@@ -40,6 +44,7 @@ class SearchResult:
     changed: list         # tensors whose range moved
     method: str = SEARCH_START  # the fixed method the ranges start from (auto: the best one, (21))
     bias_correction: bool = False  # auto: (12) pays, (21b)
+    squares: list = dataclasses.field(default_factory=list)  # auto: tensors at SQUARE_BITS, (21c)
 
 
 @dataclasses.dataclass
@@ -111,15 +116,40 @@ def _best_method(scorer, stats) -> SearchResult:
             best = (ranges, e, _method_label(method, p))
         start = e if start is None else start
     ranges, e, label = best
-    evaluations, corrected = len(AUTO_METHODS), False
+    evaluations, corrected, wide = len(AUTO_METHODS), False, []
+    squares = [n for n in square_tensors(scorer.graph) if n in scorer.start and scorer.start[n][2] < SQUARE_BITS]
+    if squares:  # (21c), kept by (16) against (21)'s result
+        evaluations += 1
+        trial = {**ranges, **{n: (stats[n].min, stats[n].max, SQUARE_BITS) for n in squares}}
+        e_wide = scorer.error(trial)
+        if _significantly_lower(e_wide, e):
+            ranges, e, wide = trial, e_wide, squares
+            label += f", squares at {SQUARE_BITS} bits"
     if not scorer.bias_correction and scorer.has_biases:  # (21b): bias correction (12), kept by the same rule
         evaluations += 1
         e_corrected = scorer.error(ranges, bias_correction=True)
         if _significantly_lower(e_corrected, e):
             e, corrected = e_corrected, True
     changed = [n for n, (lo, hi, bits) in scorer.start.items()
-               if _encoding_key(*ranges[n], bits) != _encoding_key(lo, hi, bits)]
-    return SearchResult(ranges, float(start.sum()), float(e.sum()), evaluations, changed, label, corrected)
+               if _encoding_key(*ranges[n][:2], (ranges[n] + (bits,))[2]) != _encoding_key(lo, hi, bits)]
+    return SearchResult(ranges, float(start.sum()), float(e.sum()), evaluations, changed, label, corrected, wide)
+
+
+def square_tensors(graph) -> list[str]:
+    """(21c): the activations that hold squares: x² (Pow by 2, x·x), sums and means of them (also with
+    a constant added: an epsilon), and their moves, up to the Sqrt that takes the root. A square spans
+    twice its input's dynamic range in dB: the small values an 8-bit step of the largest rounds to
+    zero are the ones a magnitude or a variance needs (silero VAD's spectrum, a layer norm's variance)."""
+    found = set()
+    for node in graph.nodes:  # graph order: a node's inputs are classified before it
+        ins = [i for i in node.inputs if i and not graph.tensor(i).is_const]
+        op = node.op_type
+        square = (op == "Mul" and len(node.inputs) == 2 and node.inputs[0] == node.inputs[1]) or \
+            (op == "Pow" and graph.tensor(node.inputs[1]).is_const and np.all(graph.tensor(node.inputs[1]).const == 2))
+        of_squares = bool(ins) and all(i in found for i in ins) and (op in _SUMS or op in VALUE_KEEPERS)
+        if square or of_squares:
+            found.update(o for o in node.outputs if o)
+    return [n for n in graph.tensors if n in found]
 
 
 def _greedy(scorer, stats) -> SearchResult:
@@ -162,6 +192,7 @@ class _Scorer:
     def __init__(self, graph, precision, stats, options, pinned, reference: Reference, compile_graph: Callable,
                  hessians=None):
         self._float_graph = copy.deepcopy(graph)
+        self.graph = self._float_graph  # read only
         self._args = (precision, stats, dataclasses.replace(options, act_range=SEARCH_START), pinned)
         start_graph = copy.deepcopy(graph)
         self.start = quantize_graph(start_graph, *self._args, hessians=hessians)
