@@ -193,9 +193,11 @@ def test_conv_transpose_blockwise_equals_golden(tmp_path, monkeypatch):
 # ---- Gemm and MatMul --------------------------------------------------------------------------------
 
 def product_case(tmp_path, rng, precision, op, a_shape, b_shape, attrs=None, c_shape=None, b_const=True,
-                 block_size=None, per_channel=True):
+                 block_size=None, per_channel=True, a=None, b=None):
+    """A one-op product with random operands (or the given float `a` and `b`)."""
     attrs = attrs or {}
-    b = rng.normal(0, 1, b_shape) * rng.uniform(0.2, 2.0, [1] * (len(b_shape) - 1) + [b_shape[-1]])
+    if b is None:
+        b = rng.normal(0, 1, b_shape) * rng.uniform(0.2, 2.0, [1] * (len(b_shape) - 1) + [b_shape[-1]])
     inputs = {"a": a_shape}
     inits = {}
     if b_const:
@@ -205,7 +207,7 @@ def product_case(tmp_path, rng, precision, op, a_shape, b_shape, attrs=None, c_s
     if c_shape is not None:
         inits["c"] = rng.normal(0, 2, c_shape)
     path = make_model(tmp_path, op, inputs, inits, attrs)
-    feeds = {"a": rng.uniform(-2, 3, a_shape).astype(np.float32)}
+    feeds = {"a": (rng.uniform(-2, 3, a_shape) if a is None else a).astype(np.float32)}
     if not b_const:
         feeds["w"] = rng.uniform(-1.5, 1, b_shape).astype(np.float32)
     graph = quantized(path, precision, ranges_for(rng, feeds, float_output(path, feeds)), block_size, per_channel)
@@ -285,6 +287,36 @@ def test_gemm_activations_equal_golden(tmp_path, monkeypatch, attrs):
     a_shape = [21, 11] if attrs.get("transA") else [11, 21]
     b_shape = [70, 21] if attrs.get("transB") else [21, 70]
     graph, feeds, expected = product_case(tmp_path, rng, "w8a8", "Gemm", a_shape, b_shape, attrs, [70], b_const=False)
+    check_paths(build(graph, tmp_path), feeds, expected, monkeypatch)
+
+
+@pytest.mark.parametrize("precision", ["w8a16", "w16a16"])
+@pytest.mark.parametrize("op,case", [
+    ("MatMul", ([3, 601], [601, 37], {}, None)),                 # K past one int32 run of pairs, odd K, N, M
+    ("Gemm", ([35, 300], [70, 300], {"transB": 1}, [70])),       # rows past one task's 32, columns past 64
+    ("Gemm", ([5, 1], [1, 33], {"alpha": -0.5}, [33])),           # K = 1, a negative alpha
+])
+def test_wide_product_tails_equal_reference(tmp_path, monkeypatch, precision, op, case):
+    """The 16-bit-activation block kernel (N15 "wide"): int32 lanes widened into int64 sums before
+    they can overflow, and its row, column and K tails, against the golden model and the reference."""
+    a_shape, b_shape, attrs, c_shape = case
+    rng = np.random.default_rng(b_shape[0] + len(precision))
+    graph, feeds, expected = product_case(tmp_path, rng, precision, op, a_shape, b_shape, attrs, c_shape)
+    assert graph.tensor("a").encoding.bitwidth == 16
+    check_paths(build(graph, tmp_path), feeds, expected, monkeypatch, threads=(2, 3))
+
+
+@pytest.mark.parametrize("precision", ["w8a16", "w16a16"])
+def test_wide_product_at_its_bound_equals_golden(tmp_path, monkeypatch, precision):
+    """Every term near its largest (A at the top code, weights of one sign near max|w|): at w16a16
+    (split rows, 128 pairs per int32 run) a lane kept past its run would overflow several times over
+    K = 1201; at w8a16 (centred rows) the 256-pair passes already end each run within the bound."""
+    rng = np.random.default_rng(5)
+    a = np.full([2, 1201], 3.0)
+    a[:, 0] = -1.0  # the range's other end, so the top code is 65535
+    b = rng.uniform(0.9, 1.0, [1201, 40])
+    graph, feeds, expected = product_case(tmp_path, rng, precision, "MatMul", [2, 1201], [1201, 40], a=a, b=b)
+    assert np.abs(const_ints(graph, "w")).max() >= (120 if precision == "w8a16" else 30000)
     check_paths(build(graph, tmp_path), feeds, expected, monkeypatch)
 
 

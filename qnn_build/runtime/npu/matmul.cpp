@@ -4,13 +4,15 @@
 //   acc_j = sum over k of block j (all K when not block-wise) of (A[b][i][k] − zp_A) · (B[b][k][n] − zp_B)
 //   total = sign · sum_j block_mult[n][j] · acc_j + bias[n];  q_y = clamp(requantize(total) + zp_y)
 // A is an activation (or a constant parameter), B a constant weight (per-channel along N, per
-// tensor, or block-wise along K; zp_B = 0) or a second activation (attention). Three ways to
+// tensor, or block-wise along K; zp_B = 0) or a second activation (attention). Several ways to
 // compute it, all giving the same bytes:
 //  - product_ref: the plain loops (QNNB_NPU_REFERENCE=1 at prepare selects it);
 //  - vnni (8-bit activation A x 8/4-bit per-channel constant B, one B matrix): B packed once at
 //    prepare for _mm512_dpbusd_epi32, rows of A read in place (or copied to a K-padded buffer);
 //  - act_vnni (two 8-bit activations, attention): B packed per call for the same block kernel
 //    (act_product.h);
+//  - wide (16-bit activation A x 8/16-bit per-channel constant B, one B matrix): B packed once at
+//    prepare for the int16 block kernel of product16.h, rows of A converted per run;
 //  - rows (everything else whose B is contiguous along N): per row of A, vectorisable
 //    multiply-accumulate of whole rows of B.
 #include <algorithm>
@@ -21,12 +23,13 @@
 #include "../core/parallel.h"
 #include "act_product.h"
 #include "conv_common.h"
+#include "product16.h"
 
 namespace qnnb {
 namespace npu {
 namespace {
 
-enum class Path { Reference, Rows, Vnni, ActVnni };
+enum class Path { Reference, Rows, Vnni, ActVnni, Wide };
 enum class Kind { U8, U16, I16 };  // an operand's element type (constants unpacked to int16)
 
 struct ProductState : MatMulBatches {  // Gemm sets m, k, n and one product itself
@@ -45,6 +48,9 @@ struct ProductState : MatMulBatches {  // Gemm sets m, k, n and one product itse
     bool a_in_place = false;
     size_t a_rows_at = 0;                      // in the node's scratch: A as [rows][kpad] when not in place
     ActProduct act;                            // act_vnni
+    // wide
+    WideWeights ww;
+    size_t wide_rows_at = 0;                   // in the node's scratch: A's kernel rows
 };
 
 Kind kind_of(const Tensor& t) {
@@ -189,6 +195,43 @@ void product_vnni(const Node& node, const ProductState& s, const uint8_t* a, TY*
     });
 }
 
+// ---- wide: 16-bit A x constant B ---------------------------------------------------------------------
+
+constexpr int64_t kWideRowChunk = 32;   // rows of A per task: each reads its column block of B once
+constexpr int64_t kWidePairChunk = 256; // pairs of K per pass over the task's rows (32 KB of B, in L1)
+
+template <class TY>
+void product_wide(const Node& node, const ProductState& s, const uint16_t* a, TY* y, const ExecContext& ctx) {
+    const WideWeights& w = s.ww;
+    const int per_row = w.split ? 2 : 1;  // kernel rows per row of A
+    const int64_t len = 2 * w.pairs;
+    int16_t* x = scratch_at<int16_t>(node, s.wide_rows_at);
+    parallel_for(ctx, s.m, [&](int64_t i) { wide_rows(w, a, s.a_si, s.a_sk, i, x + i * per_row * len); });
+    const int64_t chunks = (s.m + kWideRowChunk - 1) / kWideRowChunk;
+    parallel_for(ctx, w.cblocks * chunks, [&](int64_t task) {
+        const int64_t cb = task / chunks, i0 = (task % chunks) * kWideRowChunk;
+        const int64_t kernel_rows = (std::min(s.m, i0 + kWideRowChunk) - i0) * per_row;
+        const int64_t c0 = cb * kWideCols, cn = std::min<int64_t>(kWideCols, s.n - c0);
+        alignas(32) int64_t sums[2 * kWideRowChunk * kWideCols] = {};
+        const int16_t* x0 = x + i0 * per_row * len;
+        for (int64_t p0 = 0; p0 < w.pairs; p0 += kWidePairChunk) {
+            const int64_t p1 = std::min(w.pairs, p0 + kWidePairChunk);
+            for (int64_t r = 0; r < kernel_rows; r += kWideRows) {
+                const int count = static_cast<int>(std::min<int64_t>(kWideRows, kernel_rows - r));
+                static_assert(kWideRows == 2, "one or two kernel rows per call");
+                const int16_t* rows[kWideRows] = {x0 + r * len, x0 + (r + count - 1) * len};
+                wide_block(w, cb, p0, p1, rows, count, sums + r * kWideCols);
+            }
+        }
+        for (int64_t r = 0; r < kernel_rows / per_row; ++r) {
+            TY* yr = y + (i0 + r) * s.n + c0;
+            const int64_t* sr = sums + r * per_row * kWideCols;
+            for (int64_t c = 0; c < cn; ++c)
+                yr[c] = static_cast<TY>(s.p.out_fast(c0 + c, s.p.sign * wide_acc(w, sr, c, c0 + c, s.zp_a) + s.p.bias[c0 + c]));
+        }
+    });
+}
+
 // ---- prepare ----------------------------------------------------------------------------------------
 
 // Everything after the shapes: operands, channel parameters, bounds, the path.
@@ -251,6 +294,12 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
         s.act.zp_a = s.zp_a;
         s.act.zp_b = s.zp_b;
         plan_act_product(node, s, s.p, s.act);
+    } else if (s.a_kind == Kind::U16 && b->is_const() && !s.p.blockwise() && one_b && s.b_sj == 1) {
+        s.path = Path::Wide;
+        pack_wide(node, 2, s.b_const.data(), s.b_sk, s.k, s.n, s.ww);
+        s.b_const = {};  // the packed copy is all the wide path reads
+        const int64_t per_row = s.ww.split ? 2 : 1;
+        s.wide_rows_at = take_scratch(node, static_cast<size_t>(s.m * per_row * 2 * s.ww.pairs) * sizeof(int16_t));
     } else if (s.b_sj == 1) {
         s.path = Path::Rows;
     } else {
@@ -333,6 +382,10 @@ void run_product(Node& node, const ExecContext& ctx) {
             return;
         }
 #endif
+        if (s.path == Path::Wide) {
+            product_wide<TY>(node, s, node.in[0]->in<uint16_t>(), y, ctx);
+            return;
+        }
         with_kind(s.a_kind, [&](auto xa) {
             with_kind(s.b_kind, [&](auto xb) {
                 using XA = decltype(xa);

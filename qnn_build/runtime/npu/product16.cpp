@@ -1,0 +1,133 @@
+// The wide block kernel (product16.h): 16-bit activations times constant 8/16-bit weights, exact.
+#include "product16.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace qnnb {
+namespace npu {
+
+namespace {
+
+constexpr int64_t kLaneMax = (int64_t{1} << 31) - 1;
+constexpr int64_t kMinFlush = 16;  // fewer pairs per int32 run than this: split rows instead
+
+}  // namespace
+
+void pack_wide(Node& n, uint32_t slot, const int16_t* b, int64_t ldb, int64_t k, int64_t cols, WideWeights& w) {
+    w.k = k;
+    w.n = cols;
+    w.pairs = (k + 1) / 2;
+    w.cblocks = (cols + kWideCols - 1) / kWideCols;
+    int64_t wmax = 1;
+    for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t c = 0; c < cols; ++c) wmax = std::max<int64_t>(wmax, std::abs(static_cast<int64_t>(b[kk * ldb + c])));
+    // A pair of products is at most 2 · max|x| · max|w|: |q − 32768| ≤ 32768 centred, 255 split.
+    const int64_t centred_flush = kLaneMax / (2 * 32768 * wmax);
+    w.split = centred_flush < kMinFlush;
+    w.flush = w.split ? kLaneMax / (2 * 255 * wmax) : centred_flush;
+    const int64_t block = w.pairs * kWideCols * 2;
+    w.data = n.prepared->get<int16_t>(slot, static_cast<size_t>(w.cblocks * block), [&](int16_t* data) {
+        for (int64_t cb = 0; cb < w.cblocks; ++cb)
+            for (int64_t kk = 0; kk < k; ++kk)
+                for (int64_t c = cb * kWideCols; c < std::min(cols, (cb + 1) * kWideCols); ++c)
+                    data[cb * block + ((kk / 2) * kWideCols + c - cb * kWideCols) * 2 + kk % 2] = b[kk * ldb + c];
+    });
+    w.colsum = n.prepared->get<int64_t>(slot + 1, static_cast<size_t>(cols), [&](int64_t* colsum) {
+        for (int64_t kk = 0; kk < k; ++kk)
+            for (int64_t c = 0; c < cols; ++c) colsum[c] += b[kk * ldb + c];
+    });
+}
+
+void wide_rows(const WideWeights& w, const uint16_t* a, int64_t si, int64_t sk, int64_t i, int16_t* out) {
+    const uint16_t* row = a + i * si;
+    const int64_t len = 2 * w.pairs;
+    if (w.split) {
+        for (int64_t kk = 0; kk < w.k; ++kk) {
+            out[kk] = static_cast<int16_t>(row[kk * sk] >> 8);
+            out[len + kk] = static_cast<int16_t>(row[kk * sk] & 255);
+        }
+        std::fill(out + w.k, out + len, int16_t{0});
+        std::fill(out + len + w.k, out + 2 * len, int16_t{0});
+    } else {
+        for (int64_t kk = 0; kk < w.k; ++kk) out[kk] = static_cast<int16_t>(static_cast<int32_t>(row[kk * sk]) - 32768);
+        std::fill(out + w.k, out + len, int16_t{0});
+    }
+}
+
+namespace {
+
+#if defined(__AVX2__)
+
+// R rows x 32 columns over pairs [p0, p1), added into sums: int32 lanes for at most `flush` pairs at
+// a time, then widened into the int64 sums.
+template <int R>
+void block_avx2(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush, const int16_t* const* rows, int64_t* sums) {
+    for (int64_t q0 = p0; q0 < p1; q0 += flush) {
+        const int64_t q1 = std::min(p1, q0 + flush);
+        __m256i acc[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < 4; ++v) acc[r][v] = _mm256_setzero_si256();
+        for (int64_t p = q0; p < q1; ++p) {
+            const int16_t* wp = wb + p * kWideCols * 2;
+            __m256i x[R];
+            for (int r = 0; r < R; ++r) {
+                int32_t pair;
+                std::memcpy(&pair, rows[r] + 2 * p, 4);
+                x[r] = _mm256_set1_epi32(pair);
+            }
+            for (int v = 0; v < 4; ++v) {
+                const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * v));
+                for (int r = 0; r < R; ++r) acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(wv, x[r]));
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < 4; ++v) {
+                __m256i* t = reinterpret_cast<__m256i*>(sums + r * kWideCols + 8 * v);
+                const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc[r][v]));
+                const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc[r][v], 1));
+                _mm256_storeu_si256(t, _mm256_add_epi64(_mm256_loadu_si256(t), lo));
+                _mm256_storeu_si256(t + 1, _mm256_add_epi64(_mm256_loadu_si256(t + 1), hi));
+            }
+    }
+}
+
+#else
+
+// The same sums in int64 arithmetic, one product at a time.
+template <int R>
+void block_scalar(const int16_t* wb, int64_t p0, int64_t p1, const int16_t* const* rows, int64_t* sums) {
+    for (int r = 0; r < R; ++r) {
+        int64_t* out = sums + r * kWideCols;
+        for (int64_t p = p0; p < p1; ++p) {
+            const int16_t* wp = wb + p * kWideCols * 2;
+            const int64_t x0 = rows[r][2 * p], x1 = rows[r][2 * p + 1];
+            for (int c = 0; c < kWideCols; ++c) out[c] += x0 * wp[2 * c] + x1 * wp[2 * c + 1];
+        }
+    }
+}
+
+#endif
+
+}  // namespace
+
+void wide_block(const WideWeights& w, int64_t cb, int64_t p0, int64_t p1, const int16_t* const* rows, int count,
+                int64_t* sums) {
+    const int16_t* wb = w.data.data() + cb * w.pairs * kWideCols * 2;
+#if defined(__AVX2__)
+    if (count == 1) block_avx2<1>(wb, p0, p1, w.flush, rows, sums);
+    else block_avx2<2>(wb, p0, p1, w.flush, rows, sums);
+#else
+    if (count == 1) block_scalar<1>(wb, p0, p1, rows, sums);
+    else block_scalar<2>(wb, p0, p1, rows, sums);
+#endif
+}
+
+}  // namespace npu
+}  // namespace qnnb
