@@ -3,6 +3,7 @@
 import numpy as np
 
 from .gelu_fusion import fuse_gelu
+from .layernorm_fusion import fuse_layernorm
 from .graph import Graph, Node
 
 
@@ -82,7 +83,7 @@ def fold_batchnorm(graph: Graph) -> None:
     graph.prune()
 
 
-PASSES = [drop_identities, fold_batchnorm, fuse_gelu]
+PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm]
 
 
 def run_passes(graph: Graph) -> Graph:

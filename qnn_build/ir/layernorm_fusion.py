@@ -1,0 +1,125 @@
+"""Layer normalisation exported node by node becomes one LayerNormalization node.
+
+Exporters below opset 17 (torch, paddle2onnx) write nn.LayerNorm as
+
+    d = x - ReduceMean(x);  y = d / Sqrt(ReduceMean(Pow(d, 2)) + eps) [* gamma] [+ beta]
+
+over trailing axes. Why fuse: quantized, each of the eight outputs between x and y would get its own
+encoding and round (the variance and its square root at 8 bits lose most of the normalisation's
+precision), and each runs as its own pass over the tensor; as one LayerNormalization only y is encoded
+and the npu computes it in integers from x in one kernel (docs/npu.md (N29)). onnxruntime's optimizer
+and the QNN converter make the same fusion. Pow(d, 2) may also be Mul(d, d). Every tensor in between
+must be read only inside the pattern (d by the square and the Div) and not be a graph output, and
+gamma and beta must be constants that broadcast to the normalised shape.
+"""
+
+import numpy as np
+
+from .gelu_fusion import _is, _only_reader, _other_input, _private, _scalar
+from .graph import Graph, Node
+
+
+def fuse_layernorm(graph: Graph) -> None:
+    users = graph.consumers()
+    producer = graph.producers()
+    replaced: dict[int, Node] = {}  # id(last node of a pattern) -> its LayerNormalization
+    dropped: set[int] = set()
+    for div in graph.nodes:
+        if div.op_type != "Div" or len(div.inputs) != 2:
+            continue
+        match = _match(graph, div, users, producer)
+        if match is None:
+            continue
+        x, axis, eps, nodes, gamma, beta = match
+        last = nodes[-1]
+        inputs = [x, graph.add_const(last.name + "_ln_scale", gamma)]
+        if beta is not None:
+            inputs.append(graph.add_const(last.name + "_ln_bias", beta))
+        replaced[id(last)] = Node(last.name + "_layernorm", "LayerNormalization", inputs, [last.outputs[0]],
+                                  {"axis": axis, "epsilon": eps})
+        dropped.update(id(n) for n in nodes[:-1])
+    if not replaced:
+        return
+    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dropped]
+    graph.prune()
+
+
+def _match(graph, div, users, producer):
+    """(x, axis, epsilon, the pattern's nodes with the last one last, gamma, beta or None) when `div`
+    is the division of a decomposed layer normalisation."""
+    sub, sqrt = producer.get(div.inputs[0]), producer.get(div.inputs[1])
+    if sub is None or sqrt is None or sub.op_type != "Sub" or sqrt.op_type != "Sqrt" or len(sub.inputs) != 2:
+        return None
+    x, mean = sub.inputs[0], producer.get(sub.inputs[1])
+    rank = len(graph.tensor(x).shape) if x in graph.tensors else 0
+    axes = _reduced_axes(graph, mean, x, rank)
+    if axes is None or axes != list(range(axes[0], rank)) or graph.const(x) is not None:
+        return None
+    add_eps = producer.get(sqrt.inputs[0])
+    if add_eps is None or add_eps.op_type != "Add":
+        return None
+    var = next((producer.get(i) for i in add_eps.inputs if graph.const(i) is None), None)
+    eps = _scalar(graph, _other_input(add_eps, var.outputs[0])) if var is not None else None
+    if var is None or eps is None or eps < 0:
+        return None
+    square = producer.get(var.inputs[0])
+    if _reduced_axes(graph, var, square.outputs[0] if square else None, rank) != axes or not _squares(graph, square, div.inputs[0]):
+        return None
+    d = div.inputs[0]
+    if {id(n) for n in users.get(d, [])} != {id(square), id(div)} or d in graph.outputs \
+            or d in graph.source_encodings:
+        return None
+    nodes = [mean, sub, square, var, add_eps, sqrt, div]
+    if not all(_private(graph, n, users) for n in (mean, square, var, add_eps, sqrt)):
+        return None
+    norm_shape = tuple(graph.tensor(x).shape[axes[0]:])
+    gamma, beta = np.ones(norm_shape, np.float32), None
+    mul = _only_reader(div, users) if _private(graph, div, users) else None
+    scale = _trailing_const(graph, mul, div.outputs[0], "Mul", norm_shape)
+    if scale is not None:
+        gamma = scale
+        nodes.append(mul)
+        add = _only_reader(mul, users) if _private(graph, mul, users) else None
+        shift = _trailing_const(graph, add, mul.outputs[0], "Add", norm_shape)
+        if shift is not None:
+            beta = shift
+            nodes.append(add)
+    return x, axes[0], float(eps), nodes, gamma, beta
+
+
+def _reduced_axes(graph, node, x, rank):
+    """The sorted non-negative axes when `node` is ReduceMean(x) keeping dims, else None."""
+    if node is None or node.op_type != "ReduceMean" or not node.inputs or node.inputs[0] != x or not x:
+        return None
+    if not node.attrs.get("keepdims", 1) or node.attrs.get("noop_with_empty_axes", 0):
+        return None
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        axes = graph.const(node.inputs[1])
+    if axes is None or rank == 0:
+        return None
+    return sorted(int(a) % rank for a in np.asarray(axes).reshape(-1))
+
+
+def _squares(graph, node, d) -> bool:
+    """`node` is Pow(d, 2) or Mul(d, d)."""
+    if node is None:
+        return False
+    if node.op_type == "Pow":
+        return len(node.inputs) == 2 and node.inputs[0] == d and _is(_scalar(graph, node.inputs[1]), 2.0)
+    return node.op_type == "Mul" and node.inputs == [d, d]
+
+
+def _trailing_const(graph, node, operand, op, norm_shape):
+    """The constant other operand of `node` (an `op` reading `operand`), broadcast to the normalised
+    shape, when it broadcasts there without adding dims; else None."""
+    if node is None or node.op_type != op:
+        return None
+    other = _other_input(node, operand)
+    value = graph.const(other) if other else None
+    if value is None or value.dtype.kind != "f" or value.ndim > len(norm_shape):
+        return None
+    try:
+        return np.ascontiguousarray(np.broadcast_to(value.astype(np.float32), norm_shape))
+    except ValueError:
+        return None
