@@ -44,8 +44,9 @@ def _rename_output(graph: Graph, old: str, new: str) -> None:
 
 
 def fold_batchnorm(graph: Graph) -> None:
-    """BatchNormalization right after a Conv or Gemm (whose output nothing else reads) becomes that
-    layer's weights and bias: W' = W * s, b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps)."""
+    """BatchNormalization right after a Conv, ConvTranspose or Gemm (whose output nothing else reads)
+    becomes that layer's weights and bias: W' = W * s, b' = (b - mean) * s + beta,
+    s = gamma / sqrt(var + eps), s along the weight's output-channel axis."""
     users = graph.consumers()
     producer = graph.producers()
     removed = set()
@@ -56,7 +57,7 @@ def fold_batchnorm(graph: Graph) -> None:
         layer = producer.get(bn.inputs[0])
         if any(p is None for p in params) or layer is None or len(users.get(bn.inputs[0], [])) != 1:
             continue
-        if bn.inputs[0] in graph.outputs or bn.inputs[0] in graph.source_encodings or layer.op_type not in ("Conv", "Gemm"):
+        if bn.inputs[0] in graph.outputs or bn.inputs[0] in graph.source_encodings or layer.op_type not in ("Conv", "ConvTranspose", "Gemm"):
             continue
         weight = graph.const(layer.inputs[1])
         bias = graph.const(layer.inputs[2]) if len(layer.inputs) > 2 and layer.inputs[2] else None
@@ -66,6 +67,10 @@ def fold_batchnorm(graph: Graph) -> None:
         scale = gamma / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
         if layer.op_type == "Conv":
             new_w = weight * scale.reshape(-1, *([1] * (weight.ndim - 1)))
+        elif layer.op_type == "ConvTranspose":  # W [C_in, C_out / group, k...]: channel g · C_out/group + m
+            group = int(layer.attrs.get("group", 1))
+            grouped = weight.reshape(group, weight.shape[0] // group, *weight.shape[1:])
+            new_w = (grouped * scale.reshape(group, 1, -1, *([1] * (weight.ndim - 2)))).reshape(weight.shape)
         elif layer.attrs.get("transB", 0):
             new_w = weight * scale.reshape(-1, 1)
         else:
