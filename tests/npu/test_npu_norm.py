@@ -34,6 +34,23 @@ def test_softmax(tmp_path, op, axis, shape, opset, precision):
     check(tmp_path, graph, feeds, {"y": expected}, f"{op}{precision}{opset}{len(shape)}{shape[-1]}")
 
 
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape,x_range,feed_range", [
+    ([6, 70], (-6.0, 5.0), (-1.5, 0.5)),       # fewer distinct codes than codes: the table of a row
+    ([2, 3, 257], (-40.0, 40.0), (-40, 40)),   # attention's rows; steep exp: most d give the floor
+    ([3, 9], (-40.0, 40.0), (-2, 2)),          # a short row of few codes
+])
+def test_softmax_rows_by_table(tmp_path, op, shape, x_range, feed_range):
+    """w8a8 rows whose outputs are looked up per code difference (norm.cpp softmax_row), exactly."""
+    rng = np.random.default_rng(shape[-1])
+    node = helper.make_node(op, ["x"], ["y"], axis=-1)
+    path = make_model(tmp_path, [node], [("x", F, shape)], ["y"])
+    graph = quantized(path, "w8a8", {"x": x_range, "y": (0.0, 1.0) if op == "Softmax" else (-12.0, 0.0)})
+    feeds = {"x": uniform(rng, shape, *feed_range)}
+    expected = gm.softmax(q_in(graph, feeds, "x"), enc_of(graph, "x"), enc_of(graph, "y"), -1, log=op == "LogSoftmax")
+    check(tmp_path, graph, feeds, {"y": expected}, f"{op}table{shape[-1]}")
+
+
 # ---- (N29) LayerNormalization, InstanceNormalization -------------------------------------------
 
 @pytest.mark.parametrize("precision", ALL_PRECISIONS)

@@ -59,6 +59,7 @@ constexpr int kKnotShift = 6;  // (N27): 16-bit inputs tabulate exp every 64 cod
 struct SoftmaxState {
     int64_t outer = 1, n = 1, inner = 1;
     bool exact = true;             // 8-bit input: one table entry per code difference
+    bool falling = false;          // the table never rises with d (as (N27) builds it)
     std::vector<int32_t> table;    // E[d] (8-bit) or the knots of E (16-bit), Q(exp_bits)
     int32_t exp_bits = 23, recip_bits = 62, log_bits = 20;
     int32_t mult[2] = {0, 0}, shift[2] = {0, 0};
@@ -105,6 +106,7 @@ bool prepare_softmax(Node& n, std::string& err) {
     }
     s.zp_y = zero_point(*n.out[0]);
     s.qmax = qmax_of(*n.out[0]);
+    s.falling = std::is_sorted(s.table.rbegin(), s.table.rend()) && s.mult[0] >= 0;
     return true;
 }
 
@@ -116,14 +118,41 @@ inline int64_t exp_of(const SoftmaxState& s, int32_t d) {
     return lo + (((hi - lo) * r + 32) >> kKnotShift);
 }
 
+// The largest and the smallest code of a row (a contiguous row in a loop the compiler vectorises).
+template <class TX>
+void row_range(const TX* __restrict x, int64_t n, int64_t step, int32_t& hi, int32_t& lo) {
+    TX h = 0, l = static_cast<TX>(~TX{0});
+    if (step == 1) {
+        for (int64_t i = 0; i < n; ++i) {
+            h = std::max(h, x[i]);
+            l = std::min(l, x[i]);
+        }
+    } else {
+        for (int64_t i = 0; i < n; ++i) {
+            h = std::max(h, x[i * step]);
+            l = std::min(l, x[i * step]);
+        }
+    }
+    hi = h;
+    lo = l;
+}
+
 // One softmax row of n codes at stride `step`. The output is a function of d = m - q alone: an
-// 8-bit row longer than 256 codes computes it once per d (the same integers) and looks it up.
+// 8-bit row with fewer distinct d (m - min + 1) than codes computes it once per d (the same
+// integers) and looks it up. Softmax's output does not increase with d (E falls, the rest is
+// monotonic) and E ≥ 0 gives at least requantize(0) + zp_y: once d reaches that floor, every
+// larger d has it too.
 template <bool kLog, class TX, class TY>
 void softmax_row(const SoftmaxState& s, const TX* __restrict x, TY* __restrict y, int64_t n, int64_t step) {
-    int32_t m = 0;
-    for (int64_t i = 0; i < n; ++i) m = std::max<int32_t>(m, x[i * step]);
+    int32_t m = 0, lo = 0;
+    row_range(x, n, step, m, lo);
     int64_t sum = 0;  // n x 2^23: int64
-    for (int64_t i = 0; i < n; ++i) sum += exp_of(s, m - x[i * step]);
+    if (s.exact) {
+        const int32_t* e = s.table.data() + m;  // E(m - q) = e[-q]
+        for (int64_t i = 0; i < n; ++i) sum += e[-static_cast<int32_t>(x[i * step])];
+    } else {
+        for (int64_t i = 0; i < n; ++i) sum += exp_of(s, m - x[i * step]);
+    }
     const int32_t zp_y = s.zp_y, qmax = s.qmax;
     int64_t inv = 0, log_sum = 0;
     if (!kLog) {
@@ -138,10 +167,17 @@ void softmax_row(const SoftmaxState& s, const TX* __restrict x, TY* __restrict y
         const int64_t z = -requantize(d, s.mult[0], s.shift[0]) - log_sum;
         return static_cast<TY>(requantize_out(z, s.mult[1], s.shift[1], zp_y, qmax));
     };
-    if (s.exact && n > 256) {
+    if (s.exact && m - lo + 1 < n) {
         TY table[256];
-        for (int32_t d = 0; d <= m; ++d) table[d] = out_of(d);
-        for (int64_t i = 0; i < n; ++i) y[i * step] = table[m - x[i * step]];
+        const TY floor = kLog ? TY{0} : static_cast<TY>(saturate(zp_y, qmax));
+        int32_t d = 0;
+        for (; d <= m - lo; ++d) {
+            table[d] = out_of(d);
+            if (!kLog && s.falling && table[d] == floor) break;
+        }
+        for (; d <= m - lo; ++d) table[d] = floor;
+        const TY* t = table + m;  // out(m - q) = t[-q]
+        for (int64_t i = 0; i < n; ++i) y[i * step] = t[-static_cast<int32_t>(x[i * step])];
         return;
     }
     for (int64_t i = 0; i < n; ++i) y[i * step] = out_of(m - x[i * step]);
