@@ -4,6 +4,7 @@ import numpy as np
 
 from .gelu_fusion import fuse_gelu
 from .layernorm_fusion import fuse_layernorm
+from .scale_fold import fold_column_scale
 from .graph import Graph, Node
 
 
@@ -88,7 +89,7 @@ def fold_batchnorm(graph: Graph) -> None:
     graph.prune()
 
 
-PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm]
+PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm, fold_column_scale]
 
 
 def run_passes(graph: Graph) -> Graph:
