@@ -28,7 +28,7 @@ SEARCH_PASSES = 2                       # sweeps over all tensors at most; stops
 SEARCH_SAMPLES = 128                    # the first calibration samples score a candidate
 SEARCH_SIGNIFICANCE = 2.0               # (16): standard errors a move must gain by
 # act_range auto (docs/quantization.md (21)): one fixed method for every tensor, the one that scores
-# best, then bias correction (21b); six evaluations.
+# best, then squares at 16 bits (21c) and bias correction (21b); five to seven evaluations.
 AUTO_METHODS = (("minmax", None),) + tuple(("percentile", p) for p in SEARCH_PERCENTILES) + (("mse", None),)
 # (21c): squares, and the sums and means of squares, at SQUARE_BITS with their minmax ranges
 SQUARE_BITS = 16
@@ -131,7 +131,8 @@ def _best_method(scorer, stats) -> SearchResult:
         if _significantly_lower(e_corrected, e):
             e, corrected = e_corrected, True
     changed = [n for n, (lo, hi, bits) in scorer.start.items()
-               if _encoding_key(*ranges[n][:2], (ranges[n] + (bits,))[2]) != _encoding_key(lo, hi, bits)]
+               if _encoding_key(*ranges[n][:2], ranges[n][2] if len(ranges[n]) > 2 else bits)
+               != _encoding_key(lo, hi, bits)]
     return SearchResult(ranges, float(start.sum()), float(e.sum()), evaluations, changed, label, corrected, wide)
 
 
