@@ -1,5 +1,5 @@
-"""Layer normalisation exported node by node becomes one LayerNormalization
-(qnn_build/ir/layernorm_fusion.py): its float outputs still match onnxruntime on the source model,
+"""Layer normalisation exported node by node (torch's, tf2onnx's Keras form) becomes one
+LayerNormalization (qnn_build/ir/layernorm_fusion.py): its float outputs still match onnxruntime on the source model,
 and quantized only the LayerNormalization's output is encoded. Anything that is not exactly that
 pattern is left as it is."""
 
@@ -70,3 +70,35 @@ def test_layernorm_fusion(tmp_path, kwargs, fused):
     convert(path, tmp_path / "w8a8", precision="w8a8", calibration=tmp_path / "calibration.npz")
     encoded = json.loads((tmp_path / "w8a8/model.encodings.json").read_text())["activation_encodings"]
     assert ({"mean", "var", "s"} & set(encoded) == set()) == fused, sorted(encoded)
+
+
+def keras_model(mean_op="GlobalAveragePool", gamma_shape=(12,)):
+    """tf2onnx's form: m = mean(x), r = gamma / sqrt(var + eps), y = x * r + (beta - m * r)."""
+    consts = {"eps": 1e-3, "gamma": RNG.uniform(0.5, 2, gamma_shape), "beta": RNG.normal(0, 1, [12])}
+    attrs = {"axes": [-1]} if mean_op == "ReduceMean" else {}
+    nodes = [helper.make_node("Relu", ["in"], ["x"]),
+             helper.make_node(mean_op, ["x"], ["mean"], **attrs),
+             helper.make_node("Sub", ["x", "mean"], ["d"]),
+             helper.make_node("Mul", ["d", "d"], ["sq"]),
+             helper.make_node(mean_op, ["sq"], ["var"], **attrs),
+             helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Reciprocal", ["s"], ["rs"]),
+             helper.make_node("Mul", ["rs", "gamma"], ["r"]),
+             helper.make_node("Mul", ["mean", "r"], ["mr"]),
+             helper.make_node("Sub", ["beta", "mr"], ["shift"]),
+             helper.make_node("Mul", ["x", "r"], ["scaled"]),
+             helper.make_node("Add", ["scaled", "shift"], ["y"])]
+    inits = [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in consts.items()]
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("in", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("mean_op,gamma_shape,fused", [("GlobalAveragePool", (12,), True),
+                                                       ("ReduceMean", (12,), True),
+                                                       ("GlobalAveragePool", (5, 1), False)])  # gamma along rows
+def test_keras_layernorm_fusion(tmp_path, mean_op, gamma_shape, fused):
+    x = (RNG.standard_normal(SHAPE) * 3 + 1).astype(np.float32)
+    desc = convert_and_compare(keras_model(mean_op, gamma_shape), tmp_path, {"in": x}, tol=1e-4)
+    assert ("LayerNormalization" in desc["ops"] and "Sqrt" not in desc["ops"]) == fused, desc["ops"]
