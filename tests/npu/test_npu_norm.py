@@ -76,6 +76,26 @@ def test_layer_norm(tmp_path, precision, bias, axis):
     check(tmp_path, graph, feeds, {"y": expected}, f"ln{precision}{bias}{axis}")
 
 
+@pytest.mark.parametrize("isa", ["", "x86-64-v3"])
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+def test_layer_norm_vector_tails(tmp_path, monkeypatch, precision, isa):
+    """Rows of 43 codes (whole vectors of 8 and a tail) on the AVX-512 loop and on the baseline one."""
+    if isa:
+        monkeypatch.setenv("QNNB_ISA", isa)
+    rng = np.random.default_rng(43)
+    shape = [2, 5, 43]
+    gamma = rng.uniform(-1.5, 1.5, shape[-1:]).astype(np.float32)
+    beta = rng.uniform(-0.5, 0.5, shape[-1:]).astype(np.float32)
+    node = helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5)
+    path = make_model(tmp_path, [node], [("x", F, shape)], ["y"], [("gamma", gamma), ("beta", beta)])
+    graph = quantized(path, precision, {"x": (-3.0, 5.0), "y": (-2.5, 2.5)})
+    feeds = {"x": uniform(rng, shape, -3, 5)}
+    node = node_of(graph, "LayerNormalization")
+    expected = gm.layer_norm(q_in(graph, feeds, "x"), enc_of(graph, "x"), enc_of(graph, "y"),
+                             graph.tensor(node.inputs[1]), golden.onnx_attrs(node), graph.tensor(node.inputs[2]))
+    check(tmp_path, graph, feeds, {"y": expected}, f"lntail{precision}{isa}")
+
+
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16", "w16a16"])
 def test_instance_norm(tmp_path, precision):
     rng = np.random.default_rng(21)
