@@ -1,12 +1,25 @@
-"""One helper for the graph-pass tests: convert an ONNX model at fp32, compile it, and check that its
-outputs equal onnxruntime's on the source model."""
+"""Helpers for the graph-pass tests: build a one-input float model, convert an ONNX model at fp32,
+compile it, and check that its outputs equal onnxruntime's on the source model."""
 
 import numpy as np
+import onnx
 import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
 
 from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
+
+
+def float_model(nodes, x_shape, outputs, inits: dict, opset=17):
+    """A model of `nodes` reading float input "x" of `x_shape`, with float initializers `inits` and the
+    graph outputs named by `outputs`, typed by onnx's shape inference."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], [],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
+    inferred = {v.name: v for v in model.graph.value_info}
+    model.graph.output.extend(inferred[name] for name in outputs)
+    return model
 
 
 def convert_and_compare(onnx_model, folder, feeds: dict, tol: float) -> dict:

@@ -4,10 +4,9 @@ model and no BatchNormalization is left; one whose input something else also rea
 scale and shift)."""
 
 import numpy as np
-import onnx
 import pytest
-from float_check import convert_and_compare
-from onnx import TensorProto, helper, numpy_helper
+from float_check import convert_and_compare, float_model
+from onnx import helper
 
 RNG = np.random.default_rng(0)
 
@@ -24,12 +23,7 @@ def layer_bn_model(op, x_shape, w_shape, attrs, channels, bias=True, read_twice=
     if read_twice:
         nodes.append(helper.make_node("Relu", ["t"], ["r"]))
         outputs.append("r")
-    graph = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], [],
-                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
-    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    inferred = {v.name: v for v in model.graph.value_info}
-    model.graph.output.extend(inferred[name] for name in outputs)  # with the shapes onnx infers
-    return model
+    return float_model(nodes, x_shape, outputs, inits)
 
 
 CASES = [

@@ -3,10 +3,9 @@ weight and bias (qnn_build/ir/scale_fold.py): the float outputs still match onnx
 model and the Mul is gone; a scale along another axis, or a product read elsewhere, is left."""
 
 import numpy as np
-import onnx
 import pytest
-from float_check import convert_and_compare
-from onnx import TensorProto, helper, numpy_helper
+from float_check import convert_and_compare, float_model
+from onnx import helper
 
 RNG = np.random.default_rng(0)
 X_SHAPE = [2, 5, 8]
@@ -23,12 +22,7 @@ def scaled_product_model(scale_shape, bias=True, read_twice=False, scale_first=F
     if read_twice:
         nodes.append(helper.make_node("Relu", [last], ["r"]))
         outputs.append("r")
-    graph = helper.make_graph(nodes, "scale", [helper.make_tensor_value_info("x", TensorProto.FLOAT, X_SHAPE)], [],
-                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
-    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    inferred = {v.name: v for v in model.graph.value_info}
-    model.graph.output.extend(inferred[name] for name in outputs)  # with the shapes onnx infers
-    return model
+    return float_model(nodes, X_SHAPE, outputs, inits)
 
 
 CASES = [
