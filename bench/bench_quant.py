@@ -300,10 +300,16 @@ def difference_sd(a: Result, b: Result) -> float:
     n = len(a.per_sample[0][0])
     idx = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_ROUNDS, n))
 
-    def scores(r):  # [rounds]: the worst output's SQNR on each resampled set
-        return np.min([10 * np.log10(np.maximum(sig[idx].sum(1), 1e-300) / np.maximum(err[idx].sum(1), 1e-300))
-                       for err, sig in r.per_sample], axis=0)
-    return float(np.std(scores(a) - scores(b)))
+    def scores(r):  # [rounds]: the worst output's SQNR on each resampled set (inf where exact, as sqnr_db)
+        out = []
+        for err, sig in r.per_sample:
+            e, p = err[idx].sum(1), sig[idx].sum(1)
+            out.append(np.where(e == 0, np.inf, 10 * np.log10(np.maximum(p, 1e-300) / np.maximum(e, 1e-300))))
+        return np.min(out, axis=0)
+    with np.errstate(invalid="ignore"):
+        d = scores(a) - scores(b)
+    d = d[np.isfinite(d)]
+    return float(np.std(d)) if len(d) else 0.0
 
 
 def short_reason(e: BaseException) -> str:

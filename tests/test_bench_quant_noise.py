@@ -32,3 +32,17 @@ def test_the_noise_shrinks_with_more_test_samples():
     assert sds[0] > 2.5 * sds[1] > 0
     a = rng.exponential(0.01, 64)
     assert bench_quant.difference_sd(result(a, np.ones(64)), result(2 * a, np.ones(64))) < 1e-9
+
+
+def test_an_exact_output_does_not_hide_the_noise_of_the_others():
+    """An output both rows give exactly (a detector's class ids) is infinite SQNR, as sqnr_db says, so
+    the worst output stays the noisy one."""
+    rng = np.random.default_rng(3)
+    n = 64
+    sig, a = np.ones(n), rng.exponential(0.01, n)
+    noisy = bench_quant.difference_sd(result(a, sig), result(a * rng.lognormal(0, 0.5, n), sig))
+    exact = (np.zeros(n), np.zeros(n))
+    first = bench_quant.Result("a", "ours", "w8a8", per_sample=[(a, sig), exact])
+    second = bench_quant.Result("b", "ort", "w8a8", per_sample=[(first.per_sample[0][0] * rng.lognormal(0, 0.5, n), sig),
+                                                                 exact])
+    assert bench_quant.difference_sd(first, second) > 0.3 * noisy > 0
