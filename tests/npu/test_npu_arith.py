@@ -82,14 +82,19 @@ def test_one_element_constant_operand(tmp_path, op, precision, const_first):
 
 
 # (a shape, b shape, which is a constant): rows of 1024 elements or more where one operand holds one
-# value per row (a per-channel bias or scale, an SE block's gate) take a table per row at 8 bits;
-# the tails (1200, 1089 elements) and a batch of two rows per channel included.
+# value per row (a per-channel bias or scale, an SE block's gate) take a table per row at 8 bits
+# (the lookup 64 codes a step with AVX-512 VBMI); the tails (1200, 1089 elements) and a batch of
+# two rows per channel included.
 BROADCAST_ROWS = [
     ("Add", [1, 3, 20, 60], [1, 3, 1, 1], "b"),
     ("Sub", [1, 3, 1, 1], [1, 3, 20, 60], "a"),
     ("Mul", [1, 3, 1, 1], [1, 3, 20, 60], "a"),
     ("Mul", [2, 3, 33, 33], [2, 3, 1, 1], None),
     ("Add", [2, 4, 32, 32], [1, 4, 1, 1], None),
+    # two activations of one shape: the 8-bit loop's AVX-512 form, 8 elements a step and a tail
+    ("Add", [1, 3, 20, 61], [1, 3, 20, 61], None),
+    ("Sub", [5, 203], [5, 203], None),
+    ("Mul", [3, 7, 45], [3, 7, 45], None),
 ]
 
 

@@ -47,6 +47,18 @@ Isa active_isa() {
     return Isa::kBaseline;
 }
 
+bool active_avx512_vbmi() {
+#if QNNB_HAS_AVX512_PATHS
+    static const bool has = [] {
+        unsigned a, b, c, d;
+        return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 1));  // VBMI
+    }();
+    return has && active_isa() == Isa::kAvx512Vnni;
+#else
+    return false;
+#endif
+}
+
 const char* active_isa_name() {
     return active_isa() == Isa::kAvx512Vnni ? QNNB_TARGET_ISA "+avx512vnni" : QNNB_TARGET_ISA;
 }

@@ -33,6 +33,9 @@ namespace qnnb {
 // baseline paths. Read each time (a finalize reads it once per node; a GEMM call once).
 enum class Isa { kBaseline, kAvx512Vnni };
 Isa active_isa();
+// The AVX-512 paths are taken (active_isa()) and the CPU also has AVX-512 VBMI (byte permutes: the
+// npu's code-table lookups).
+bool active_avx512_vbmi();
 // "x86-64-v3+avx512vnni" when the AVX-512 paths are taken, the build's baseline name otherwise.
 const char* active_isa_name();
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "../core/parallel.h"
 #include "../core/prepared.h"
@@ -19,11 +20,18 @@ inline void lookup(const TX* x, TY* y, const int32_t* table, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = static_cast<TY>(table[x[i]]);
 }
 
+// lookup() on bytes, 64 at a time with AVX-512 VBMI when `fast` (code_table_x86.cpp): the same bytes.
+// fast_byte_lookup(): the CPU has it and the environment allows it (core/isa.h); a caller reads it
+// once per node run or at prepare.
+bool fast_byte_lookup();
+void lookup_bytes(const uint8_t* x, uint8_t* y, const int32_t* table, int64_t n, bool fast);
+
 // y[i] = table[x[i]] over whole tensors. `table` has an entry for every code x can hold; chunks of
 // 16K codes are shared among the threads.
 inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* table, const ExecContext& ctx) {
     constexpr int64_t kChunk = 16384;
     const int64_t total = src.numel();
+    const bool fast = fast_byte_lookup();
     with_int_type(src.dtype, [&](auto tx) {
         with_int_type(dst.dtype, [&](auto ty) {
             using TX = decltype(tx);
@@ -31,8 +39,11 @@ inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* tabl
             const TX* x = src.in<TX>();
             TY* y = dst.out<TY>();
             parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
-                const int64_t begin = c * kChunk;
-                lookup(x + begin, y + begin, table, std::min(total, begin + kChunk) - begin);
+                const int64_t begin = c * kChunk, len = std::min(total, begin + kChunk) - begin;
+                if constexpr (std::is_same_v<TX, uint8_t> && std::is_same_v<TY, uint8_t>)
+                    lookup_bytes(x + begin, y + begin, table, len, fast);
+                else
+                    lookup(x + begin, y + begin, table, len);
             });
         });
     });

@@ -3,7 +3,12 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "../core/broadcast.h"
+#include "../core/isa.h"
 #include "../core/parallel.h"
 #include "../core/prepared.h"
 #include "code_table.h"
@@ -28,10 +33,15 @@ struct BinaryState {
     bool narrow = false;
     ArrayView<int64_t> term_a, term_b;
     Int64Requantize last;
+    // narrow on AVX-512 (core/isa.h), 8 elements a step: the terms computed in int64 lanes by their
+    // Int64Requantize forms, checked at prepare to equal term_a and term_b for every code.
+    bool narrow_avx512 = false;
+    Int64Requantize first[2];
     // Long rows where one operand is an 8-bit code along the row and the other holds one value for
     // the whole row (x + bias[c], x · scale[c], an SE block's x · gate[c]): per row, binary_row over
     // the 256 codes with that value, then one lookup per element. `row_varying`: the code operand.
     int row_varying = -1;
+    bool fast_lookup = false;  // fast_byte_lookup() at prepare
 };
 
 // Rows at least this long take BinaryState::row_varying: 4 elements per table entry computed.
@@ -81,6 +91,18 @@ void prepare_narrow(Node& n, BinaryState& s) {
     if (bound >= (uint64_t{1} << 31)) return;
     s.last = Int64Requantize::of(s.mult[f], s.shift[f]);
     s.narrow = true;
+    if (!QNNB_HAS_AVX512_PATHS || active_isa() != Isa::kAvx512Vnni || n.out[0]->dtype != QNNB_UINT8) return;
+    if (Op != 2) {
+        if (s.left_shift < 0 || s.left_shift > 22) return;  // (q − zp) << L within int32
+        for (int k = 0; k < 2; ++k) {
+            s.first[k] = Int64Requantize::of(s.mult[k], s.shift[k]);
+            const ArrayView<int64_t>& held = k == 0 ? s.term_a : s.term_b;
+            const int32_t zp = k == 0 ? s.zp_a : s.zp_b;
+            for (int q = 0; q < 256; ++q)
+                if (!s.first[k].exact || s.first[k].apply(static_cast<int64_t>(q - zp) << s.left_shift) != held[q]) return;
+        }
+    }
+    s.narrow_avx512 = true;
 }
 
 template <int Op>
@@ -102,6 +124,7 @@ bool prepare_binary(Node& n, std::string& err) {
     for (int v = 0; v < 2 && s.plan.inner >= kRowTableMin; ++v)
         if (n.in[v]->dtype == QNNB_UINT8 && s.plan.inner_stride[v] == 1 && s.plan.inner_stride[1 - v] == 0) {
             s.row_varying = v;
+            s.fast_lookup = fast_byte_lookup();
             break;
         }
     return true;
@@ -160,20 +183,57 @@ void narrow_row(const BinaryState& s, const uint8_t* a, int64_t sa, const uint8_
     }
 }
 
+#if QNNB_HAS_AVX512_PATHS
+#define QNNB_ELEMENTWISE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+QNNB_ELEMENTWISE_AVX512 inline __m512i apply_avx512(const Int64Requantize& r, __m512i v) {  // r.apply, 8 lanes
+    const __m512i prod = _mm512_mul_epi32(v, _mm512_set1_epi64(r.mult));                // |v| < 2^31
+    return _mm512_sra_epi64(_mm512_add_epi64(prod, _mm512_set1_epi64(r.round)), _mm_cvtsi64_si128(r.t));
+}
+
+// narrow_row on contiguous operands and a uint8 output, 8 elements a step (a masked tail).
+template <int Op>
+QNNB_ELEMENTWISE_AVX512 void narrow_row_avx512(const BinaryState& s, const uint8_t* a, const uint8_t* b, uint8_t* y,
+                                               int64_t n) {
+    const __m512i zp_a = _mm512_set1_epi64(s.zp_a), zp_b = _mm512_set1_epi64(s.zp_b), zp_y = _mm512_set1_epi64(s.zp_y);
+    const __m512i zero = _mm512_setzero_si512(), qmax = _mm512_set1_epi64(s.qmax);
+    const __m128i left = _mm_cvtsi64_si128(s.left_shift);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __mmask8 m = n - i >= 8 ? __mmask8(0xFF) : static_cast<__mmask8>((1u << (n - i)) - 1);
+        const __m512i va = _mm512_sub_epi64(_mm512_cvtepu8_epi64(_mm_maskz_loadu_epi8(m, a + i)), zp_a);
+        const __m512i vb = _mm512_sub_epi64(_mm512_cvtepu8_epi64(_mm_maskz_loadu_epi8(m, b + i)), zp_b);
+        __m512i v;
+        if (Op == 2) {
+            v = _mm512_mul_epi32(va, vb);  // (N5)
+        } else {
+            const __m512i ra = apply_avx512(s.first[0], _mm512_sll_epi64(va, left));  // (N4)
+            const __m512i rb = apply_avx512(s.first[1], _mm512_sll_epi64(vb, left));
+            v = Op == 0 ? _mm512_add_epi64(ra, rb) : _mm512_sub_epi64(ra, rb);
+        }
+        const __m512i q = _mm512_min_epi64(_mm512_max_epi64(_mm512_add_epi64(apply_avx512(s.last, v), zp_y), zero), qmax);
+        _mm512_mask_cvtepi64_storeu_epi8(y + i, m, q);
+    }
+}
+#endif
+
 // One row of BinaryState::row_varying: a has the codes along the row when row_varying is 0 (b one
 // value), b otherwise.
 template <int Op, class TA, class TB, class TY>
 void table_row(const BinaryState& s, const TA* a, const TB* b, TY* y, int64_t n) {
     int32_t table[256];
+    auto look = [&](const uint8_t* x) {
+        if constexpr (std::is_same_v<TY, uint8_t>) lookup_bytes(x, y, table, n, s.fast_lookup);
+        else lookup(x, y, table, n);
+    };
     if constexpr (std::is_same_v<TA, uint8_t>) {
         if (s.row_varying == 0) {
             binary_row<Op>(s, kAllCodes.q, 1, b, 0, table, 256);
-            return lookup(a, y, table, n);
+            return look(a);
         }
     }
     if constexpr (std::is_same_v<TB, uint8_t>) {
         binary_row<Op>(s, a, 0, kAllCodes.q, 1, table, 256);
-        lookup(b, y, table, n);
+        look(b);
     }
 }
 
@@ -198,6 +258,12 @@ void run_binary(Node& n, const ExecContext& ctx) {
                     s.plan.offsets(row, off);
                     if (s.row_varying >= 0) return table_row<Op>(s, a + off[0], b + off[1], y + row * s.plan.inner, s.plan.inner);
                     if constexpr (sizeof(TA) == 1 && sizeof(TB) == 1 && !std::is_signed_v<TA> && !std::is_signed_v<TB>) {
+#if QNNB_HAS_AVX512_PATHS
+                        if constexpr (std::is_same_v<TY, uint8_t>) {
+                            if (s.narrow_avx512 && s.plan.inner_stride[0] == 1 && s.plan.inner_stride[1] == 1)
+                                return narrow_row_avx512<Op>(s, a + off[0], b + off[1], y + row * s.plan.inner, s.plan.inner);
+                        }
+#endif
                         if (s.narrow)
                             return narrow_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1],
                                                   s.plan.inner_stride[1], y + row * s.plan.inner, s.plan.inner);

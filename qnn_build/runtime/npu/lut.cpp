@@ -49,13 +49,16 @@ constexpr int64_t kChunk = 16384;
 void run_lut(Node& n, const ExecContext& ctx) {
     const LutState& s = n.state_as<LutState>();
     const int64_t total = n.out[0]->numel();
+    const bool fast = fast_byte_lookup();
     with_int_type(n.out[0]->dtype, [&](auto ty) {
         using TY = decltype(ty);
         TY* y = n.out[0]->out<TY>();
         parallel_for(ctx, (total + kChunk - 1) / kChunk, [&](int64_t c) {
             const int64_t begin = c * kChunk, len = std::min(kChunk, total - begin);
-            if (n.in[0]->dtype == QNNB_UINT8) lookup(n.in[0]->in<uint8_t>() + begin, y + begin, s.table.data(), len);  // (N6)
-            else run_lut16(s, n.in[0]->in<uint16_t>() + begin, y + begin, len);
+            if (n.in[0]->dtype == QNNB_UINT8) {  // (N6)
+                if constexpr (std::is_same_v<TY, uint8_t>) lookup_bytes(n.in[0]->in<uint8_t>() + begin, y + begin, s.table.data(), len, fast);
+                else lookup(n.in[0]->in<uint8_t>() + begin, y + begin, s.table.data(), len);
+            } else run_lut16(s, n.in[0]->in<uint16_t>() + begin, y + begin, len);
         });
     });
 }
