@@ -12,6 +12,23 @@ def runtime_built():
     return path
 
 
+@pytest.fixture(scope="session")
+def zoo_cache(tmp_path_factory):
+    """Zoo models converted once per session (tests/targets_util.py): under the controller's base
+    temp, in which every xdist worker's own base temp sits."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "zoo-cache"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+@pytest.fixture
+def zoo_folder(zoo_cache, tmp_path):
+    """zoo_folder(name, precision): the session's conversion of a zoo model, copied for this test."""
+    from targets_util import zoo_model
+    return lambda name, precision: zoo_model(name, precision, tmp_path, zoo_cache)
+
+
 def pytest_configure(config):
     """`-n N` distributes with loadgroup (below) rather than xdist's default, load. Set here rather
     than in pyproject's addopts, where `--dist` would stop `-p no:xdist` runs from parsing. Workers

@@ -5,49 +5,34 @@ dotprod fast path and the reference loop alike), cpu outputs agree within 1e-5 r
 import os
 
 import pytest
-from targets_util import (
-    ZOO,
-    assert_close,
-    has_emulator,
-    model_lib,
-    results,
-    run_native,
-    run_python,
-    zoo_model,
-)
+from targets_util import ZOO, assert_close, has_emulator, host_results, model_lib, results, run_native
 
 TARGET = "aarch64-linux"
 pytestmark = pytest.mark.skipif(not has_emulator(TARGET), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return tmp_path_factory.mktemp("aarch64")
-
-
-def host_and_target(built, name, precision, backend, *env):
-    folder = zoo_model(name, precision, built)
-    run_python(model_lib(folder, "x86_64-linux"), folder, f"host-{backend}", backend)
+def host_and_target(zoo_folder, name, precision, backend):
+    folder = zoo_folder(name, precision)
     r = run_native(TARGET, model_lib(folder, TARGET), folder, f"{TARGET}-{backend}", backend)
     assert r.returncode == 0, r.stderr
-    return results(folder / f"{TARGET}-{backend}"), results(folder / f"host-{backend}")
+    return results(folder / f"{TARGET}-{backend}"), host_results(folder, backend)
 
 
 @pytest.mark.parametrize("precision", ["fp16", "w8a8", "w8a16", "w16a16", "w4a8", "w4a16"])
 @pytest.mark.parametrize("name", ZOO)
-def test_npu_bytes_equal_the_host(built, name, precision):
-    ours, host = host_and_target(built, name, precision, "npu")
+def test_npu_bytes_equal_the_host(zoo_folder, name, precision):
+    ours, host = host_and_target(zoo_folder, name, precision, "npu")
     assert ours and ours == host
 
 
 @pytest.mark.parametrize("name", ZOO)
-def test_cpu_agrees_with_the_host(built, name):
-    ours, host = host_and_target(built, name, "fp32", "cpu")
+def test_cpu_agrees_with_the_host(zoo_folder, name):
+    ours, host = host_and_target(zoo_folder, name, "fp32", "cpu")
     assert_close(ours, host, 1e-5)
 
 
-def test_dotprod_fast_path_equals_the_reference_loop(built, monkeypatch):
-    folder = zoo_model("mobile_tiny", "w8a8", built)
+def test_dotprod_fast_path_equals_the_reference_loop(zoo_folder, monkeypatch):
+    folder = zoo_folder("mobile_tiny", "w8a8")
     lib = model_lib(folder, TARGET)
     fast = run_native(TARGET, lib, folder, "fast", "npu")
     monkeypatch.setenv("QNNB_NPU_REFERENCE", "1")
@@ -69,9 +54,9 @@ def test_runner_names_its_target_under_qemu():
 
 
 @pytest.mark.parametrize("precision,backend", [("fp32", "cpu"), ("w8a8", "npu")])
-def test_std_thread_split_gives_the_one_thread_bytes(built, precision, backend):
+def test_std_thread_split_gives_the_one_thread_bytes(zoo_folder, precision, backend):
     """No OpenMP with zig: parallel_for's std::thread split must not change a byte."""
-    folder = zoo_model("mobile_tiny", precision, built)
+    folder = zoo_folder("mobile_tiny", precision)
     lib = model_lib(folder, TARGET)
     one = run_native(TARGET, lib, folder, f"t1-{backend}", backend, "--threads", "1")
     two = run_native(TARGET, lib, folder, f"t3-{backend}", backend, "--threads", "3")

@@ -12,22 +12,17 @@ from targets_util import (
     ZOO,
     assert_close,
     has_emulator,
+    host_results,
     model_lib,
     results,
     run_native,
     run_python,
-    zoo_model,
 )
 
 from qnn_build.errors import QnnBuildError
 from qnn_build.runtime.binding import Model
 from qnn_build.runtime.context import build_context
 from qnn_build.toolchain.targets import get_target, host_target
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return tmp_path_factory.mktemp("contexts")
 
 
 def context_for(folder, target, backend):
@@ -42,37 +37,36 @@ def header_target(ctx) -> str:
     return ctx.read_bytes()[64:160].rstrip(b"\0").decode()
 
 
-def ctx_and_host(built, target, name, precision, backend):
-    folder = zoo_model(name, precision, built)
-    run_python(model_lib(folder, host_target().name), folder, f"host-{backend}", backend)
+def ctx_and_host(zoo_folder, target, name, precision, backend):
+    folder = zoo_folder(name, precision)
     r = run_native(target, context_for(folder, target, backend), folder, f"{target}-ctx-{backend}", backend)
     assert r.returncode == 0, r.stderr
-    return results(folder / f"{target}-ctx-{backend}"), results(folder / f"host-{backend}")
+    return results(folder / f"{target}-ctx-{backend}"), host_results(folder, backend)
 
 
 @pytest.mark.skipif(not has_emulator("aarch64-linux"), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
 @pytest.mark.parametrize("name", ZOO)
-def test_aarch64_linux_runner_loads_a_host_built_context(built, name):
-    ours, host = ctx_and_host(built, "aarch64-linux", name, "w8a8", "npu")
+def test_aarch64_linux_runner_loads_a_host_built_context(zoo_folder, name):
+    ours, host = ctx_and_host(zoo_folder, "aarch64-linux", name, "w8a8", "npu")
     assert ours and ours == host
 
 
 @pytest.mark.skipif(not has_emulator("aarch64-linux"), reason="needs qemu-user and libc6-arm64-cross (.ci/run)")
-def test_aarch64_linux_cpu_context_agrees_with_the_host(built):
-    ours, host = ctx_and_host(built, "aarch64-linux", "mobile_tiny", "fp32", "cpu")
+def test_aarch64_linux_cpu_context_agrees_with_the_host(zoo_folder):
+    ours, host = ctx_and_host(zoo_folder, "aarch64-linux", "mobile_tiny", "fp32", "cpu")
     assert_close(ours, host, 1e-5)
 
 
 @pytest.mark.skipif(not has_emulator("x86_64-windows"), reason="needs wine (.ci/run)")
 @pytest.mark.parametrize("name", ["digits_lstm", "mobile_tiny"])
-def test_wine_runner_loads_a_host_built_context(built, name):
-    ours, host = ctx_and_host(built, "x86_64-windows", name, "w8a8", "npu")
+def test_wine_runner_loads_a_host_built_context(zoo_folder, name):
+    ours, host = ctx_and_host(zoo_folder, "x86_64-windows", name, "w8a8", "npu")
     assert ours and ours == host
 
 
 @pytest.mark.parametrize("target", ["aarch64-linux", "aarch64-windows", "x86_64-windows"])
-def test_the_host_refuses_another_targets_context_and_names_it(built, target):
-    folder = zoo_model("digits_cnn", "w8a8", built)
+def test_the_host_refuses_another_targets_context_and_names_it(zoo_folder, target):
+    folder = zoo_folder("digits_cnn", "w8a8")
     ctx = context_for(folder, target, "npu")
     expected = get_target(target).context_target
     assert header_target(ctx) == expected
@@ -81,10 +75,10 @@ def test_the_host_refuses_another_targets_context_and_names_it(built, target):
         Model(context=ctx, backend="npu")
 
 
-def test_only_the_header_and_prepared_arrays_differ_from_the_hosts_context(built):
+def test_only_the_header_and_prepared_arrays_differ_from_the_hosts_context(zoo_folder):
     """What a context holds is machine-independent; the header's target and checksum are not, and
     only a context for this runtime's own target carries its kernels' prepared arrays."""
-    folder = zoo_model("digits_gru", "w8a8", built)
+    folder = zoo_folder("digits_gru", "w8a8")
     host = folder / "host.ctx"
     build_context(model_lib(folder, host_target().name), host, backend="npu")
     ours, other = host.read_bytes(), context_for(folder, "aarch64-windows", "npu").read_bytes()
@@ -95,8 +89,8 @@ def test_only_the_header_and_prepared_arrays_differ_from_the_hosts_context(built
         assert ours[a:a + n] == other[b:b + m], sid
 
 
-def test_host_runner_retrieves_a_context_like_python(built):
-    folder = zoo_model("unet_tiny", "w8a8", built)
+def test_host_runner_retrieves_a_context_like_python(zoo_folder):
+    folder = zoo_folder("unet_tiny", "w8a8")
     ctx = folder / "host-npu.ctx"
     build_context(model_lib(folder, host_target().name), ctx, backend="npu")
     run_python(model_lib(folder, host_target().name), folder, "lib-npu", "npu")
@@ -107,8 +101,8 @@ def test_host_runner_retrieves_a_context_like_python(built):
     assert profile["retrieve_us"] > 0 and "compose_us" not in profile and profile["num_inferences"] == 2
 
 
-def test_runner_refuses_a_corrupt_context_with_the_check(built):
-    folder = zoo_model("digits_cnn", "w8a8", built)
+def test_runner_refuses_a_corrupt_context_with_the_check(zoo_folder):
+    folder = zoo_folder("digits_cnn", "w8a8")
     ctx = folder / "flipped.ctx"
     build_context(model_lib(folder, host_target().name), ctx, backend="npu")
     data = bytearray(ctx.read_bytes())
@@ -118,9 +112,11 @@ def test_runner_refuses_a_corrupt_context_with_the_check(built):
     assert r.returncode == 1 and "checksum" in r.stderr and not (folder / "flipped-out").exists()
 
 
-def test_unknown_target_is_an_error_naming_it(built, tmp_path):
-    folder = zoo_model("digits_cnn", "w8a8", built)
+def test_unknown_target_is_an_error_naming_it(zoo_folder, tmp_path):
+    folder = zoo_folder("digits_cnn", "w8a8")
+    out = tmp_path / "out"
+    out.mkdir()
     r = qnn_build("context-binary", "--backend", "npu", "--model", model_lib(folder, host_target().name), "-o",
-                  tmp_path / "m.ctx", "--target", "riscv64-linux")
+                  out / "m.ctx", "--target", "riscv64-linux")
     assert r.returncode != 0 and "unknown target 'riscv64-linux'" in r.stderr
-    assert not list(tmp_path.iterdir())
+    assert not list(out.iterdir())

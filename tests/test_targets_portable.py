@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from targets_util import model_lib, results, run_native, zoo_model
+from targets_util import model_lib, results, run_native
 
 from qnn_build.report.release import release
 from qnn_build.toolchain import INCLUDE_DIR, build_runtime, get_target, host_target, runtime_objects
@@ -49,15 +49,10 @@ def evex_functions(path: Path) -> dict[str, int]:
     return dict(found)
 
 
-@pytest.fixture(scope="module")
-def zoo(tmp_path_factory):
-    return tmp_path_factory.mktemp("portable")
-
-
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="needs objdump (binutils)")
-def test_no_avx512_instruction_outside_the_dispatched_functions(zoo):
+def test_no_avx512_instruction_outside_the_dispatched_functions(zoo_folder):
     runtime = build_runtime()
-    model = model_lib(zoo_model("mobile_tiny", "w8a8", zoo), host_target().name)
+    model = model_lib(zoo_folder("mobile_tiny", "w8a8"), host_target().name)
     for path in (runtime, runtime.parent / host_target().runner, model):
         functions = evex_functions(path)
         outside = sorted(f for f in functions if "avx512" not in f)
@@ -98,8 +93,8 @@ def test_the_paths_follow_the_cpu_and_qnnb_isa(monkeypatch):
 
 @pytest.mark.skipif(shutil.which(HASWELL[0]) is None, reason="needs qemu-x86_64 (Debian's qemu-user)")
 @pytest.mark.parametrize("precision,backend", [("w8a8", "npu"), ("fp32", "cpu")])
-def test_runs_on_a_cpu_without_avx512_with_the_same_bytes(zoo, monkeypatch, precision, backend):
-    folder = zoo_model("mobile_tiny", precision, zoo)
+def test_runs_on_a_cpu_without_avx512_with_the_same_bytes(zoo_folder, monkeypatch, precision, backend):
+    folder = zoo_folder("mobile_tiny", precision)
     lib = model_lib(folder, host_target().name)
     here = run_native(host_target().name, lib, folder, "here", backend)
     assert here.returncode == 0, here.stderr

@@ -4,35 +4,21 @@ aarch64-windows (Snapdragon laptops) cannot run here: its model.dll, qnnb.dll an
 checked as PE32+ ARM64 images with the expected exports (pefile)."""
 
 import pytest
-from targets_util import (
-    ZOO,
-    assert_close,
-    has_emulator,
-    model_lib,
-    results,
-    run_native,
-    run_python,
-    zoo_model,
-)
+from targets_util import ZOO, assert_close, has_emulator, host_results, model_lib, results, run_native
 
 from qnn_build.toolchain import build_runtime, get_target
 
 pefile = pytest.importorskip("pefile")
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return tmp_path_factory.mktemp("windows")
-
 
 @pytest.mark.skipif(not has_emulator("x86_64-windows"), reason="needs wine (.ci/run)")
 @pytest.mark.parametrize("name,precision,backend", [(m, "w8a8", "npu") for m in ZOO] +
                          [("mobile_tiny", "fp16", "npu"), ("mobile_tiny", "fp32", "cpu")])
-def test_wine_runs_model_dll_like_the_host(built, name, precision, backend):
-    folder = zoo_model(name, precision, built)
-    run_python(model_lib(folder, "x86_64-linux"), folder, f"host-{backend}", backend)
+def test_wine_runs_model_dll_like_the_host(zoo_folder, name, precision, backend):
+    folder = zoo_folder(name, precision)
     r = run_native("x86_64-windows", model_lib(folder, "x86_64-windows"), folder, f"win-{backend}", backend)
     assert r.returncode == 0, r.stderr
-    ours, host = results(folder / f"win-{backend}"), results(folder / f"host-{backend}")
+    ours, host = results(folder / f"win-{backend}"), host_results(folder, backend)
     if backend == "npu":
         assert ours and ours == host
     else:
@@ -46,8 +32,8 @@ def pe_image(path):
 
 
 @pytest.mark.parametrize("target,machine", [("aarch64-windows", 0xAA64), ("x86_64-windows", 0x8664)])
-def test_windows_images_are_pe32plus_with_the_entry_points(built, target, machine):
-    folder = zoo_model("digits_cnn", "w8a8", built)
+def test_windows_images_are_pe32plus_with_the_entry_points(zoo_folder, target, machine):
+    folder = zoo_folder("digits_cnn", "w8a8")
     runtime = build_runtime(target=target)
     runner = runtime.parent / get_target(target).runner
     dll = model_lib(folder, target)
