@@ -1,4 +1,5 @@
 import os
+from collections import Counter
 
 import pytest
 
@@ -35,8 +36,11 @@ def pytest_configure(config):
     parse the command line again: the controller tells them through workerinput."""
     if getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        config.option.loadscopereorder = False  # the order is ours: pytest_collection_modifyitems
     if getattr(config, "workerinput", {}).get("loadgroup"):
         config.option.loadgroup = True
+    config.addinivalue_line("markers", "builds_first: a long build that later tests wait for; run first")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -45,13 +49,24 @@ def pytest_configure_node(node):
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """With `--dist loadgroup` (pytest_configure above), the tests of a module that share one of its
     module- or session-scoped fixtures run on one xdist worker: what the fixture builds (a zoo
     conversion, a SCons project, a cluster) is made once, not on every worker its tests reach.
-    Other tests are spread one by one, keeping both workers busy to the end."""
+    Other tests are spread one by one, keeping both workers busy to the end.
+
+    The order xdist hands them out in: tests marked builds_first (the cross targets' runtimes), then
+    the groups, largest first (as xdist's own reorder would), then single tests in file order. xdist
+    gives each worker two units at once, so the long builds run side by side from the start while
+    other tests fill the gaps, instead of one after another where the first test needs them."""
     for item in items:
         module = item.nodeid.split("::")[0]
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d[-1].baseid == module and d[-1].scope in ("module", "session") for d in defs.values()):
             item.add_marker(pytest.mark.xdist_group(module))
+    if getattr(config.option, "loadgroup", False):
+        group = {item: (m.args or [m.kwargs.get("name")])[0] if (m := item.get_closest_marker("xdist_group")) else None
+                 for item in items}
+        size = Counter(group.values())
+        items.sort(key=lambda item: (item.get_closest_marker("builds_first") is None,
+                                     -size[group[item]] if group[item] else 0))  # stable: file order otherwise
