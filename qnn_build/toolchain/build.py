@@ -106,8 +106,11 @@ def runtime_flags(target: Target) -> list[str]:
 
 
 def model_flags(target: Target) -> list[str]:
-    return list(MODEL_FLAGS) if target.is_host else ["-O1", *(f for f in target.cxxflags if f == "-fPIC"),
-                                                      "-fvisibility=hidden"]
+    """A cross target's model library takes the runtime's -mcpu: zig builds libc++ once per (target,
+    cpu), so the same -mcpu reuses the runtime's build instead of compiling a second one."""
+    if target.is_host:
+        return list(MODEL_FLAGS)
+    return ["-O1", *(f for f in target.cxxflags if f == "-fPIC" or f.startswith("-mcpu=")), "-fvisibility=hidden"]
 
 
 def openblas():
