@@ -12,10 +12,12 @@ from qnn_build.toolchain import build_model_lib
 
 
 def float_model(nodes, x_shape, outputs, inits: dict, opset=17):
-    """A model of `nodes` reading float input "x" of `x_shape`, with float initializers `inits` and the
-    graph outputs named by `outputs`, typed by onnx's shape inference."""
+    """A model of `nodes` reading float input "x" of `x_shape`, with initializers `inits` (float32, or
+    int64 from integer arrays) and the graph outputs named by `outputs`, typed by onnx's shape inference."""
+    arrays = {k: np.asarray(v) for k, v in inits.items()}
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], [],
-                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+                              [numpy_helper.from_array(v.astype(np.int64 if v.dtype.kind in "iu" else np.float32), k)
+                               for k, v in arrays.items()])
     model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
     inferred = {v.name: v for v in model.graph.value_info}
     model.graph.output.extend(inferred[name] for name in outputs)

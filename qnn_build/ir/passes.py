@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .bias_reshape import move_bias_before_reshape
 from .gelu_fusion import fuse_gelu
 from .layernorm_fusion import fuse_layernorm
 from .scale_fold import fold_column_scale
@@ -89,7 +90,7 @@ def fold_batchnorm(graph: Graph) -> None:
     graph.prune()
 
 
-PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm, fold_column_scale]
+PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm, fold_column_scale, move_bias_before_reshape]
 
 
 def run_passes(graph: Graph) -> Graph:
