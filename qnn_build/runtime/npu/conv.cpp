@@ -298,6 +298,9 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
             const VnniWeights& vw = s.vw[static_cast<size_t>(grp)];
             const VnniRequant& rq = s.rq[static_cast<size_t>(grp)];
             alignas(64) int32_t acc[kVnniRows * kVnniBlock], q[kVnniRows * kVnniBlock];
+            // The chunk's outputs per channel, copied out whole: the 6-row stores stay in this buffer
+            // instead of touching 64 output planes every 6 positions.
+            alignas(64) TY stage[kVnniBlock * kPositionChunk];
             for (int64_t cb = 0; cb < vw.cblocks; ++cb) {
                 const int64_t c0 = cb * kVnniBlock, cn = std::min<int64_t>(kVnniBlock, mg - c0);
                 for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
@@ -306,11 +309,12 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
                     for (int r = 0; r < kVnniRows; ++r) rows[r] = pixels + origin[r0 + std::min<int64_t>(r, rn - 1)];
                     vnni_block(vw, cb, rows, s.tap_off.data(), acc);
                     vnni_requant(rq, c0, vw.vectors(cb), acc, static_cast<int>(rn), q);  // (N2)-(N3)
-                    for (int64_t ci = 0; ci < cn; ++ci) {
-                        TY* out = yb + (grp * mg + c0 + ci) * plane + p0 + r0;
-                        for (int64_t r = 0; r < rn; ++r) out[r] = static_cast<TY>(q[r * kVnniBlock + ci]);
-                    }
+                    for (int64_t ci = 0; ci < cn; ++ci)
+                        for (int64_t r = 0; r < rn; ++r) stage[ci * kPositionChunk + r0 + r] = static_cast<TY>(q[r * kVnniBlock + ci]);
                 }
+                for (int64_t ci = 0; ci < cn; ++ci)
+                    std::memcpy(yb + (grp * mg + c0 + ci) * plane + p0, stage + ci * kPositionChunk,
+                                static_cast<size_t>(count) * sizeof(TY));
             }
         });
     }
