@@ -17,8 +17,9 @@ constexpr int64_t kRowChunk = 16 * kVnniRows;
 
 // One B [K][N] (strides b_sk, b_sj) as signed bytes B − 128 in the block kernel's layout
 // [cblock][kq][vector][16 columns][4 k] (pack_vnni's, one tap), zero beyond K and N, and each
-// column's term −zp_a · Σ_k (B − 128).
-void pack_b(const ActProduct& ap, int64_t k, const uint8_t* b, int8_t* packed, int32_t* col_terms) {
+// column's term −zp_a · Σ_k (B − 128), and Σ_k (B − 128) itself (the Arm kernel's colsum: it adds
+// back 128 · colsum for its own signed-byte form of A, block_dotprod.cpp).
+void pack_b(const ActProduct& ap, int64_t k, const uint8_t* b, int8_t* packed, int32_t* col_terms, int32_t* colsum) {
     const VnniWeights& w = ap.shape;
     const int64_t n = w.channels;
     for (int64_t cb = 0; cb < w.cblocks; ++cb) {
@@ -41,7 +42,10 @@ void pack_b(const ActProduct& ap, int64_t k, const uint8_t* b, int8_t* packed, i
                 for (; cc < width; ++cc) dq[cc * 4 + i] = 0;
             }
         }
-        for (int64_t cc = 0; cc < kVnniBlock; ++cc) col_terms[c0 + cc] = wrap32(-int64_t{ap.zp_a} * sums[cc]);
+        for (int64_t cc = 0; cc < kVnniBlock; ++cc) {
+            col_terms[c0 + cc] = wrap32(-int64_t{ap.zp_a} * sums[cc]);
+            colsum[c0 + cc] = sums[cc];
+        }
     }
 }
 
@@ -81,6 +85,7 @@ void plan_act_product(Node& node, const MatMulBatches& mb, const ChannelParams& 
     const size_t batches = mb.y_off.size(), columns = static_cast<size_t>(w.cblocks * kVnniBlock);
     ap.packed_at = take_scratch(node, batches * ap.pack_bytes);
     ap.sums_at = take_scratch(node, batches * columns * sizeof(int32_t));
+    ap.colsum_at = take_scratch(node, batches * columns * sizeof(int32_t));
     ap.row_terms_at = take_scratch(node, batches * static_cast<size_t>(mb.m) * sizeof(int32_t));
     if (!ap.a_in_place) ap.rows_at = take_scratch(node, batches * static_cast<size_t>(mb.m * ap.kpad));
     prepare_requant(p, 0, p.bias, p.sign < 0, ap.rq);
@@ -93,10 +98,12 @@ void run_act_product(const Node& node, const MatMulBatches& mb, const ActProduct
     const int64_t columns = ap.shape.cblocks * kVnniBlock;
     int8_t* packed = scratch_at<int8_t>(node, ap.packed_at);
     int32_t* col_terms = scratch_at<int32_t>(node, ap.sums_at);
+    int32_t* colsums = scratch_at<int32_t>(node, ap.colsum_at);
     int32_t* row_terms = scratch_at<int32_t>(node, ap.row_terms_at);
     uint8_t* rows = ap.a_in_place ? nullptr : scratch_at<uint8_t>(node, ap.rows_at);
     parallel_for(ctx, batches, [&](int64_t bt) {
-        pack_b(ap, mb.k, b + mb.b_off[bt], packed + bt * ap.pack_bytes, col_terms + bt * columns);
+        pack_b(ap, mb.k, b + mb.b_off[bt], packed + bt * ap.pack_bytes, col_terms + bt * columns,
+               colsums + bt * columns);
         prepare_rows(ap, m, mb.k, a + mb.a_off[bt], rows ? rows + bt * m * ap.kpad : nullptr, row_terms + bt * m);
     });
     const int64_t chunks = (m + kRowChunk - 1) / kRowChunk, cblocks = ap.shape.cblocks;
@@ -105,6 +112,8 @@ void run_act_product(const Node& node, const MatMulBatches& mb, const ActProduct
         const int64_t bt = task / (cblocks * chunks), cb = task / chunks % cblocks, i0 = task % chunks * kRowChunk;
         VnniWeights w = ap.shape;
         w.data.ptr = packed + bt * ap.pack_bytes;
+        w.colsum.ptr = colsums + bt * columns;
+        w.colsum.count = static_cast<size_t>(columns);
         const uint8_t* base = rows ? rows + bt * m * ap.kpad : a + mb.a_off[bt];
         const int64_t stride = rows ? ap.kpad : ap.a_si;
         const int32_t* ct = col_terms + bt * columns + cb * kVnniBlock;

@@ -24,7 +24,7 @@ struct ActProduct {
     int64_t kpad = 0;         // bytes of an A row as the kernel reads it
     bool a_in_place = false;  // A's rows contiguous and K a multiple of 4
     size_t pack_bytes = 0;    // one packed B
-    size_t packed_at = 0, sums_at = 0, rows_at = 0, row_terms_at = 0;  // in the node's scratch
+    size_t packed_at = 0, sums_at = 0, colsum_at = 0, rows_at = 0, row_terms_at = 0;  // in the node's scratch
 };
 
 // For MatMul/Gemm with two 8-bit activations and an int32 accumulator: fills `ap` from the
