@@ -186,7 +186,7 @@ def test_release_packs_what_the_tests_passed(zoo):
         "dispatch": ["avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512vbmi"],
         "dispatch_paths": ["npu/block_x86.cpp", "gemm/portable.cpp", "core/packed_gemm.cpp", "core/fuse.cpp",
                            "npu/code_table_x86.cpp", "npu/elementwise.cpp",
-                           "npu/norm.cpp"]}
+                           "npu/norm.cpp", "npu/product16.cpp"]}
     assert "qnn-zoo-0.1.0/models/adder/w8a8/x86_64-linux/test-npu.json" in names
     assert manifest["skipped"] == ["adder fp32 on npu: the npu has no fp32 unit; use fp16 or a quantized precision"]
     assert steps(build(zoo, "release")) == []

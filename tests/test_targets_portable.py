@@ -77,7 +77,7 @@ def test_the_manifest_names_the_baseline_and_every_dispatched_path(tmp_path):
         "isa": "x86-64-v3", "features": ["avx2", "fma", "f16c"], "dispatch": list(target.dispatch),
         "dispatch_paths": ["npu/block_x86.cpp", "gemm/portable.cpp", "core/packed_gemm.cpp", "core/fuse.cpp",
                            "npu/code_table_x86.cpp", "npu/elementwise.cpp",
-                           "npu/norm.cpp"]}
+                           "npu/norm.cpp", "npu/product16.cpp"]}
 
 
 def test_the_paths_follow_the_cpu_and_qnnb_isa(monkeypatch):

@@ -218,8 +218,8 @@ void product_wide(const Node& node, const ProductState& s, const uint16_t* a, TY
             const int64_t p1 = std::min(w.pairs, p0 + kWidePairChunk);
             for (int64_t r = 0; r < kernel_rows; r += kWideRows) {
                 const int count = static_cast<int>(std::min<int64_t>(kWideRows, kernel_rows - r));
-                static_assert(kWideRows == 2, "one or two kernel rows per call");
-                const int16_t* rows[kWideRows] = {x0 + r * len, x0 + (r + count - 1) * len};
+                const int16_t* rows[kWideRows];
+                for (int j = 0; j < kWideRows; ++j) rows[j] = x0 + (r + std::min(j, count - 1)) * len;
                 wide_block(w, cb, p0, p1, rows, count, sums + r * kWideCols);
             }
         }

@@ -1,6 +1,8 @@
 // The wide block kernel (product16.h): 16-bit activations times constant 8/16-bit weights, exact.
 #include "product16.h"
 
+#include "../core/isa.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +34,7 @@ void pack_wide(Node& n, uint32_t slot, const int16_t* b, int64_t ldb, int64_t k,
     const int64_t centred_flush = kLaneMax / (2 * 32768 * wmax);
     w.split = centred_flush < kMinFlush;
     w.flush = w.split ? kLaneMax / (2 * 255 * wmax) : centred_flush;
+    w.avx512 = active_isa() == Isa::kAvx512Vnni;
     const int64_t block = w.pairs * kWideCols * 2;
     w.data = n.prepared->get<int16_t>(slot, static_cast<size_t>(w.cblocks * block), [&](int16_t* data) {
         for (int64_t cb = 0; cb < w.cblocks; ++cb)
@@ -98,7 +101,59 @@ void block_avx2(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush, const 
     }
 }
 
-#else
+#endif
+
+#if defined(__AVX2__) && QNNB_HAS_AVX512_PATHS
+}  // namespace
+// ---- AVX-512 VNNI: `vpdpwssd` (int16 pairs into int32 lanes, no saturation), 32 columns in 2 registers
+QNNB_AVX512_BEGIN
+namespace {
+
+// block_avx2's sums: the same products, the same int32 lanes flushed at the same bound, so the same sums.
+template <int R>
+void block_avx512(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush, const int16_t* const* rows, int64_t* sums) {
+    for (int64_t q0 = p0; q0 < p1; q0 += flush) {
+        const int64_t q1 = std::min(p1, q0 + flush);
+        __m512i acc[R][2];
+        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+        for (int64_t p = q0; p < q1; ++p) {
+            const int16_t* wp = wb + p * kWideCols * 2;
+            const __m512i w0 = _mm512_loadu_si512(wp), w1 = _mm512_loadu_si512(wp + 32);
+            for (int r = 0; r < R; ++r) {
+                int32_t pair;
+                std::memcpy(&pair, rows[r] + 2 * p, 4);
+                const __m512i x = _mm512_set1_epi32(pair);
+                acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], x, w0);
+                acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], x, w1);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < 2; ++v) {
+                int64_t* t = sums + r * kWideCols + 16 * v;
+                const __m512i lo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc[r][v]));
+                const __m512i hi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc[r][v], 1));
+                _mm512_storeu_si512(t, _mm512_add_epi64(_mm512_loadu_si512(t), lo));
+                _mm512_storeu_si512(t + 8, _mm512_add_epi64(_mm512_loadu_si512(t + 8), hi));
+            }
+    }
+}
+
+void wide_block_avx512(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush, const int16_t* const* rows, int count,
+                       int64_t* sums) {
+    switch (count) {
+        case 1: return block_avx512<1>(wb, p0, p1, flush, rows, sums);
+        case 2: return block_avx512<2>(wb, p0, p1, flush, rows, sums);
+        case 3: return block_avx512<3>(wb, p0, p1, flush, rows, sums);
+        default: return block_avx512<4>(wb, p0, p1, flush, rows, sums);
+    }
+}
+
+}  // namespace
+QNNB_AVX512_END
+namespace {
+#endif
+
+#if !defined(__AVX2__)
 
 // The same sums in int64 arithmetic, one product at a time.
 template <int R>
@@ -120,13 +175,18 @@ void block_scalar(const int16_t* wb, int64_t p0, int64_t p1, const int16_t* cons
 void wide_block(const WideWeights& w, int64_t cb, int64_t p0, int64_t p1, const int16_t* const* rows, int count,
                 int64_t* sums) {
     const int16_t* wb = w.data.data() + cb * w.pairs * kWideCols * 2;
-#if defined(__AVX2__)
-    if (count == 1) block_avx2<1>(wb, p0, p1, w.flush, rows, sums);
-    else block_avx2<2>(wb, p0, p1, w.flush, rows, sums);
-#else
-    if (count == 1) block_scalar<1>(wb, p0, p1, rows, sums);
-    else block_scalar<2>(wb, p0, p1, rows, sums);
+#if defined(__AVX2__) && QNNB_HAS_AVX512_PATHS
+    if (w.avx512) return wide_block_avx512(wb, p0, p1, w.flush, rows, count, sums);
 #endif
+    for (int r = 0; r < count; r += 2) {  // two rows at a time: 8 accumulators and 4 weight vectors
+#if defined(__AVX2__)
+        if (count - r == 1) block_avx2<1>(wb, p0, p1, w.flush, rows + r, sums + r * kWideCols);
+        else block_avx2<2>(wb, p0, p1, w.flush, rows + r, sums + r * kWideCols);
+#else
+        if (count - r == 1) block_scalar<1>(wb, p0, p1, rows + r, sums + r * kWideCols);
+        else block_scalar<2>(wb, p0, p1, rows + r, sums + r * kWideCols);
+#endif
+    }
 }
 
 }  // namespace npu

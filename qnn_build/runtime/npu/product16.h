@@ -1,8 +1,9 @@
 // The block kernel of Gemm/MatMul with a 16-bit activation A and constant 8/16-bit weights B (the
 // "wide" fast path, docs/npu.md (N15)): int16 rows x of A times int16 weights packed once at prepare,
-// summed exactly. On x86-64 `vpmaddwd` multiplies pairs of int16 into int32 lanes, which are
-// widened into int64 sums every `flush` pairs, before a lane can overflow (the bound is taken from
-// the operands at prepare); elsewhere a plain int64 loop over the same packed layout.
+// summed exactly. On x86-64 `vpmaddwd` (AVX-512 VNNI: `vpdpwssd`, chosen at prepare) multiplies pairs
+// of int16 into int32 lanes, which are widened into int64 sums every `flush` pairs, before a lane can
+// overflow (the bound is taken from the operands at prepare); elsewhere a plain int64 loop over the
+// same packed layout.
 //
 // A row of 16-bit codes q (zero point zp) becomes int16 rows in one of two ways, so that
 // acc = Σ_k (q_k − zp) · w_k is exact:
@@ -19,7 +20,7 @@ namespace qnnb {
 namespace npu {
 
 constexpr int kWideCols = 32;  // columns per block: 4 vectors of 8 int32 lanes
-constexpr int kWideRows = 2;   // rows per kernel call
+constexpr int kWideRows = 4;   // rows per kernel call (AVX-512: 8 accumulator chains hide vpdpwssd's latency)
 
 struct WideWeights {
     int64_t k = 0, n = 0, pairs = 0, cblocks = 0;  // pairs: K rounded up to 2, halved
@@ -27,6 +28,7 @@ struct WideWeights {
     ArrayView<int64_t> colsum;                     // Σ_k w[k][c] per column
     bool split = false;                            // split rows (else centred)
     int64_t flush = 1;                             // pairs an int32 lane holds
+    bool avx512 = false;                           // the AVX-512 VNNI kernel (core/isa.h), chosen at prepare
 };
 
 // Packs b (int16, element (k, c) at b[k * ldb + c]) into the node's prepared arrays `slot` and
