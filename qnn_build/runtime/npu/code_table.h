@@ -26,12 +26,16 @@ inline void lookup(const TX* x, TY* y, const int32_t* table, int64_t n) {
 bool fast_byte_lookup();
 void lookup_bytes(const uint8_t* x, uint8_t* y, const int32_t* table, int64_t n, bool fast);
 
+// Below this many codes a node's lookup stays scalar: the vector form's set-up (the table narrowed to
+// bytes, fast_byte_lookup()'s read of the environment) costs more than it saves on an LSTM's gates.
+constexpr int64_t kFastLookupMin = 256;
+
 // y[i] = table[x[i]] over whole tensors. `table` has an entry for every code x can hold; chunks of
 // 16K codes are shared among the threads.
 inline void apply_code_table(const Tensor& src, Tensor& dst, const int32_t* table, const ExecContext& ctx) {
     constexpr int64_t kChunk = 16384;
     const int64_t total = src.numel();
-    const bool fast = fast_byte_lookup();
+    const bool fast = total >= kFastLookupMin && fast_byte_lookup();
     with_int_type(src.dtype, [&](auto tx) {
         with_int_type(dst.dtype, [&](auto ty) {
             using TX = decltype(tx);

@@ -49,7 +49,7 @@ constexpr int64_t kChunk = 16384;
 void run_lut(Node& n, const ExecContext& ctx) {
     const LutState& s = n.state_as<LutState>();
     const int64_t total = n.out[0]->numel();
-    const bool fast = fast_byte_lookup();
+    const bool fast = total >= kFastLookupMin && fast_byte_lookup();
     with_int_type(n.out[0]->dtype, [&](auto ty) {
         using TY = decltype(ty);
         TY* y = n.out[0]->out<TY>();
