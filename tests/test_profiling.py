@@ -55,8 +55,8 @@ def check_detailed(profile, model_nodes, inferences):
 
 
 @pytest.mark.parametrize("name,precision,backend", [("digits_cnn", "fp32", "cpu"), ("mobile_tiny", "w8a8", "npu")])
-def test_detailed_profile_times_every_node_of_the_schedule(built, name, precision, backend):
-    folder = zoo_model(name, precision, built)
+def test_detailed_profile_times_every_node_of_the_schedule(built, zoo_cache, name, precision, backend):
+    folder = zoo_model(name, precision, built, zoo_cache)
     lib = model_lib(folder, "x86_64-linux")
     profile = net_run(lib, folder, f"py-{backend}", backend, "--profiling-level", "detailed", "--num-inferences", "3")
     model = Model(lib, backend=backend)
@@ -77,8 +77,8 @@ def test_detailed_profile_times_every_node_of_the_schedule(built, name, precisio
     assert all(set(a) == set(b) for a, b in zip(native["nodes"], profile["nodes"]))
 
 
-def test_basic_profile_has_no_nodes_and_the_runtime_times_none(built):
-    folder = zoo_model("digits_cnn", "fp32", built)
+def test_basic_profile_has_no_nodes_and_the_runtime_times_none(built, zoo_cache):
+    folder = zoo_model("digits_cnn", "fp32", built, zoo_cache)
     lib = model_lib(folder, "x86_64-linux")
     profile = net_run(lib, folder, "basic", "cpu", "--profiling-level", "basic")
     assert profile["profiling_level"] == "basic" and "nodes" not in profile
@@ -96,8 +96,8 @@ def test_basic_profile_has_no_nodes_and_the_runtime_times_none(built):
         model.set_profiling("bogus")
 
 
-def test_a_context_binary_profiles_its_stored_schedule(built):
-    folder = zoo_model("digits_cnn", "fp32", built)
+def test_a_context_binary_profiles_its_stored_schedule(built, zoo_cache):
+    folder = zoo_model("digits_cnn", "fp32", built, zoo_cache)
     model = Model(model_lib(folder, "x86_64-linux"))
     loaded = Model(context=model.context_binary())
     loaded.set_profiling("detailed")
@@ -105,8 +105,8 @@ def test_a_context_binary_profiles_its_stored_schedule(built):
     assert loaded.nodes() == model.nodes() and len(loaded.node_times_us()) == len(model.nodes())
 
 
-def test_native_runner_refuses_an_unknown_level(built):
-    folder = zoo_model("digits_cnn", "fp32", built)
+def test_native_runner_refuses_an_unknown_level(built, zoo_cache):
+    folder = zoo_model("digits_cnn", "fp32", built, zoo_cache)
     lib = model_lib(folder, "x86_64-linux")
     r = subprocess.run([str(build_runner()), "--model", str(lib), "--input_list", "list.txt", "--output_dir", "bogus",
                         "--profiling_level", "bogus"], cwd=folder, capture_output=True, text=True)
