@@ -164,4 +164,7 @@ def test_sanitized_reader_survives_a_bounded_fuzz_run(sanitized_driver, small_ct
     else:
         cmd = [str(sanitized_driver), "fuzz", str(seed_dir / "seed.ctx"), "20"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=SAN_ENV, timeout=300)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    out = r.stdout + r.stderr
+    # libFuzzer's seed is printed first, beyond the tail: kept so that a failure can be replayed (-seed=N)
+    seed = next((line for line in out.splitlines() if line.startswith("INFO: Seed:")), "")
+    assert r.returncode == 0, f"{seed}\n{out[-3000:]}"
