@@ -11,8 +11,8 @@ requantized pass of its own. The product's and the Reshape's outputs must have t
 
 import numpy as np
 
-from .gelu_fusion import _other_input, _private
 from .graph import Graph, Node
+from .patterns import other_input, private
 
 
 def move_bias_before_reshape(graph: Graph) -> None:
@@ -25,12 +25,12 @@ def move_bias_before_reshape(graph: Graph) -> None:
             continue
         for operand in add.inputs:
             reshape = producer.get(operand)
-            bias = graph.const(_other_input(add, operand) or "")
+            bias = graph.const(other_input(add, operand) or "")
             if reshape is None or reshape.op_type != "Reshape" or bias is None or bias.dtype.kind != "f":
                 continue
             mm = producer.get(reshape.inputs[0])
             flat = _flat_bias(graph, mm, reshape, add, bias)
-            if flat is None or not _private(graph, mm, users) or not _private(graph, reshape, users):
+            if flat is None or not private(graph, mm, users) or not private(graph, reshape, users):
                 continue
             product = mm.outputs[0]
             biased = graph.add_activation(product + "_biased", np.float32, graph.tensor(product).shape)

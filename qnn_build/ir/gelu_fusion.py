@@ -15,6 +15,7 @@ between must have that one reader and not be a graph output.
 import math
 
 from .graph import Graph, Node
+from .patterns import near, only_reader, other_constant, other_input, private, replace_chains, scalar
 
 
 def fuse_gelu(graph: Graph) -> None:
@@ -32,37 +33,34 @@ def fuse_gelu(graph: Graph) -> None:
         last = nodes[-1]
         replaced[id(last)] = Node(last.name + "_gelu", "Gelu", [x], [last.outputs[0]], {"approximate": "none"})
         dropped.update(id(n) for n in nodes[:-1])
-    if not replaced:
-        return
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dropped]
-    graph.prune()
+    replace_chains(graph, replaced, dropped)
 
 
 def _match(graph, erf, users, producer):
     """(x, the pattern's nodes with the last one last) when `erf` is the Erf of an exact GELU."""
     scale = producer.get(erf.inputs[0])
     x = _scaled_input(graph, scale)
-    if x is None or not _private(graph, scale, users) or not _private(graph, erf, users):
+    if x is None or not private(graph, scale, users) or not private(graph, erf, users):
         return None
-    add = _only_reader(erf, users)
-    if add is None or add.op_type != "Add" or _other_constant(graph, add, erf.outputs[0]) != 1.0:
+    add = only_reader(erf, users)
+    if add is None or add.op_type != "Add" or other_constant(graph, add, erf.outputs[0]) != 1.0:
         return None
-    if not _private(graph, add, users):
+    if not private(graph, add, users):
         return None
-    product = _only_reader(add, users)
+    product = only_reader(add, users)
     if product is None or product.op_type != "Mul":
         return None
-    partner = _other_input(product, add.outputs[0])
+    partner = other_input(product, add.outputs[0])
     if partner == x:  # torch: (x * (1 + erf)) * 0.5
-        if not _private(graph, product, users):
+        if not private(graph, product, users):
             return None
-        half = _only_reader(product, users)
-        if half is None or half.op_type != "Mul" or not _is(_other_constant(graph, half, product.outputs[0]), 0.5):
+        half = only_reader(product, users)
+        if half is None or half.op_type != "Mul" or not near(other_constant(graph, half, product.outputs[0]), 0.5):
             return None
         return x, [scale, erf, add, product, half]
     halved = producer.get(partner)  # Hugging Face: (x * 0.5) * (1 + erf)
-    if (halved is None or halved.op_type != "Mul" or not _private(graph, halved, users) or x not in halved.inputs
-            or not _is(_other_constant(graph, halved, x), 0.5)):
+    if (halved is None or halved.op_type != "Mul" or not private(graph, halved, users) or x not in halved.inputs
+            or not near(other_constant(graph, halved, x), 0.5)):
         return None
     return x, [halved, scale, erf, add, product]
 
@@ -75,40 +73,10 @@ def _scaled_input(graph, node):
     orders = [(0, 1)] if node.op_type == "Div" else [(0, 1), (1, 0)]
     for a, c in orders:
         x = node.inputs[a]
-        if graph.const(x) is None and _is(_scalar(graph, node.inputs[c]), want):
+        if graph.const(x) is None and near(scalar(graph, node.inputs[c]), want):
             return x
     return None
 
 
-def _scalar(graph, name):
-    value = graph.const(name)
-    if value is None or value.size != 1 or value.dtype.kind != "f":
-        return None
-    return float(value.reshape(()))
 
-
-def _is(value, want) -> bool:
-    return value is not None and abs(value - want) <= 1e-6 * abs(want)
-
-
-def _other_input(node, name):
-    others = [i for i in node.inputs if i != name]
-    return others[0] if len(others) == 1 and len(node.inputs) == 2 else None
-
-
-def _other_constant(graph, node, name):
-    other = _other_input(node, name)
-    return None if other is None else _scalar(graph, other)
-
-
-def _only_reader(node, users):
-    readers = users.get(node.outputs[0], [])
-    return readers[0] if len(readers) == 1 else None
-
-
-def _private(graph, node, users) -> bool:
-    """The node's one output has one reader, is not a graph output, and the source model does not
-    round it (a QDQ model's encoding)."""
-    return (len([o for o in node.outputs if o]) == 1 and node.outputs[0] not in graph.outputs
-            and node.outputs[0] not in graph.source_encodings and len(users.get(node.outputs[0], [])) == 1)
 

@@ -20,8 +20,8 @@ beta must be constants that broadcast to the normalised shape.
 
 import numpy as np
 
-from .gelu_fusion import _is, _only_reader, _other_input, _private, _scalar
 from .graph import Graph, Node
+from .patterns import near, only_reader, other_input, private, replace_chains, scalar
 
 
 def fuse_layernorm(graph: Graph) -> None:
@@ -46,10 +46,7 @@ def fuse_layernorm(graph: Graph) -> None:
         replaced[id(last)] = Node(last.name + "_layernorm", "LayerNormalization", inputs, [last.outputs[0]],
                                   {"axis": axis, "epsilon": eps})
         dropped.update(id(n) for n in nodes[:-1])
-    if not replaced:
-        return
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dropped]
-    graph.prune()
+    replace_chains(graph, replaced, dropped)
 
 
 def _match(graph, div, users, producer):
@@ -67,7 +64,7 @@ def _match(graph, div, users, producer):
     if add_eps is None or add_eps.op_type != "Add":
         return None
     var = next((producer.get(i) for i in add_eps.inputs if graph.const(i) is None), None)
-    eps = _scalar(graph, _other_input(add_eps, var.outputs[0])) if var is not None else None
+    eps = scalar(graph, other_input(add_eps, var.outputs[0])) if var is not None else None
     if var is None or eps is None or eps < 0:
         return None
     square = producer.get(var.inputs[0])
@@ -79,16 +76,16 @@ def _match(graph, div, users, producer):
             or d in graph.source_encodings:
         return None
     nodes = [mean, sub, square, var, add_eps, sqrt, div]
-    if not all(_private(graph, n, users) for n in (mean, square, var, add_eps, sqrt)):
+    if not all(private(graph, n, users) for n in (mean, square, var, add_eps, sqrt)):
         return None
     norm_shape = tuple(graph.tensor(x).shape[axes[0]:])
     gamma, beta = np.ones(norm_shape, np.float32), None
-    mul = _only_reader(div, users) if _private(graph, div, users) else None
+    mul = only_reader(div, users) if private(graph, div, users) else None
     scale = _trailing_const(graph, mul, div.outputs[0], "Mul", norm_shape)
     if scale is not None:
         gamma = scale
         nodes.append(mul)
-        add = _only_reader(mul, users) if _private(graph, mul, users) else None
+        add = only_reader(mul, users) if private(graph, mul, users) else None
         shift = _trailing_const(graph, add, mul.outputs[0], "Add", norm_shape)
         if shift is not None:
             beta = shift
@@ -103,18 +100,18 @@ def _match_moments(graph, add, users, producer):
     if any(p is None for p in pair):
         return None
     for scaled, shift in (pair, pair[::-1]):
-        if scaled.op_type != "Mul" or shift.op_type != "Sub" or not _private(graph, shift, users):
+        if scaled.op_type != "Mul" or shift.op_type != "Sub" or not private(graph, shift, users):
             continue
         beta = graph.const(shift.inputs[0])
         mean_r = producer.get(shift.inputs[1])
-        if beta is None or mean_r is None or mean_r.op_type != "Mul" or not _private(graph, mean_r, users):
+        if beta is None or mean_r is None or mean_r.op_type != "Mul" or not private(graph, mean_r, users):
             continue
         r = next((producer.get(i) for i in scaled.inputs if i in mean_r.inputs and producer.get(i)), None)
-        if r is None or r.op_type != "Mul" or not _private(graph, scaled, users):
+        if r is None or r.op_type != "Mul" or not private(graph, scaled, users):
             continue
-        x, mean = _other_input(scaled, r.outputs[0]), producer.get(_other_input(mean_r, r.outputs[0]) or "")
+        x, mean = other_input(scaled, r.outputs[0]), producer.get(other_input(mean_r, r.outputs[0]) or "")
         recip = next((producer.get(i) for i in r.inputs if graph.const(i) is None), None)
-        gamma = graph.const(_other_input(r, recip.outputs[0]) or "") if recip is not None else None
+        gamma = graph.const(other_input(r, recip.outputs[0]) or "") if recip is not None else None
         if x is None or mean is None or gamma is None or recip.op_type != "Reciprocal":
             continue
         sqrt = producer.get(recip.inputs[0])
@@ -122,7 +119,7 @@ def _match_moments(graph, add, users, producer):
         if add_eps is None or add_eps.op_type != "Add":
             continue
         var = next((producer.get(i) for i in add_eps.inputs if graph.const(i) is None), None)
-        eps = _scalar(graph, _other_input(add_eps, var.outputs[0])) if var is not None else None
+        eps = scalar(graph, other_input(add_eps, var.outputs[0])) if var is not None else None
         square = producer.get(var.inputs[0]) if var is not None and var.inputs else None
         sub = producer.get(square.inputs[0]) if square is not None and square.inputs else None
         if eps is None or eps < 0 or sub is None or sub.op_type != "Sub" or sub.inputs != [x, mean.outputs[0]]:
@@ -133,7 +130,7 @@ def _match_moments(graph, add, users, producer):
                                                                                rank) != axes:
             continue
         d = sub.outputs[0]
-        if not _squares(graph, square, d) or not all(_private(graph, n, users)
+        if not _squares(graph, square, d) or not all(private(graph, n, users)
                                                      for n in (square, var, add_eps, sqrt, recip)):
             continue
         if {id(n) for n in users.get(d, [])} != {id(square)} or d in graph.outputs or d in graph.source_encodings:
@@ -177,7 +174,7 @@ def _squares(graph, node, d) -> bool:
     if node is None:
         return False
     if node.op_type == "Pow":
-        return len(node.inputs) == 2 and node.inputs[0] == d and _is(_scalar(graph, node.inputs[1]), 2.0)
+        return len(node.inputs) == 2 and node.inputs[0] == d and near(scalar(graph, node.inputs[1]), 2.0)
     return node.op_type == "Mul" and node.inputs == [d, d]
 
 
@@ -186,7 +183,7 @@ def _trailing_const(graph, node, operand, op, norm_shape):
     shape, when it broadcasts there without adding dims; else None."""
     if node is None or node.op_type != op:
         return None
-    other = _other_input(node, operand)
+    other = other_input(node, operand)
     value = graph.const(other) if other else None
     if value is None or value.dtype.kind != "f" or value.ndim > len(norm_shape):
         return None

@@ -12,8 +12,8 @@ in between must have that one reader and not be a graph output.
 
 import numpy as np
 
-from .gelu_fusion import _only_reader, _other_input, _private
 from .graph import Graph
+from .patterns import only_reader, other_input, private
 
 
 def fold_column_scale(graph: Graph) -> None:
@@ -25,7 +25,7 @@ def fold_column_scale(graph: Graph) -> None:
             continue
         for mine in mul.inputs:
             chain = _product_chain(graph, producer.get(mine), users, producer)
-            other = _other_input(mul, mine)
+            other = other_input(mul, mine)
             scale = graph.const(other) if other else None
             if chain is None or scale is None or scale.dtype.kind != "f":
                 continue
@@ -39,7 +39,7 @@ def fold_column_scale(graph: Graph) -> None:
             mm.inputs[1] = graph.add_const(mm.inputs[1] + "_scaled", (w * g).astype(w.dtype))
             last = mm
             if add is not None:
-                b_name = _other_input(add, mm.outputs[0])
+                b_name = other_input(add, mm.outputs[0])
                 b = graph.const(b_name)
                 add.inputs = [mm.outputs[0], graph.add_const(b_name + "_scaled", (b * g).astype(b.dtype))]
                 last = add
@@ -54,15 +54,15 @@ def fold_column_scale(graph: Graph) -> None:
 def _product_chain(graph, node, users, producer):
     """(MatMul, its bias Add or None) when `node` is MatMul(x, W) or Add(MatMul(x, W), b) with W a 2-D
     constant, b a constant along the last axis, every output in between read once."""
-    if node is None or not _private(graph, node, users):
+    if node is None or not private(graph, node, users):
         return None
     add = None
     if node.op_type == "Add" and len(node.inputs) == 2:
         add = node
         node = next((producer.get(i) for i in add.inputs if graph.const(i) is None), None)
-        if node is None or not _private(graph, node, users) or _only_reader(node, users) is not add:
+        if node is None or not private(graph, node, users) or only_reader(node, users) is not add:
             return None
-        b = graph.const(_other_input(add, node.outputs[0]) or "")
+        b = graph.const(other_input(add, node.outputs[0]) or "")
         w = graph.const(node.inputs[1]) if node.op_type == "MatMul" else None
         if b is None or w is None or b.dtype.kind != "f" or b.ndim > 1 and any(d != 1 for d in b.shape[:-1]) \
                 or b.size not in (1, w.shape[-1]):
