@@ -114,8 +114,7 @@ void tabulate(Node& n, ArithState& s) {
     const int v = code_table_operand(n);
     if (v >= 0) {
         const Tensor* c = n.in[1 - v];
-        uint8_t codes[256];
-        for (int q = 0; q < 256; ++q) codes[q] = static_cast<uint8_t>(q);
+        const uint8_t* codes = kAllCodes.q;
         ArithState row = s;  // the same arithmetic over one row: x's codes against c
         row.plan = BroadcastPlan();
         row.plan.inner = 256;

@@ -13,6 +13,15 @@
 namespace qnnb {
 namespace npu {
 
+// Every 8-bit code once, in order: the operand a code table is computed on.
+struct AllCodes {
+    uint8_t q[256];
+    constexpr AllCodes() : q() {
+        for (int i = 0; i < 256; ++i) q[i] = static_cast<uint8_t>(i);
+    }
+};
+inline constexpr AllCodes kAllCodes;
+
 // y[i] = table[x[i]] for i < n. The pointers are this function's own: a kernel's loop reading them
 // through a lambda's captures loads them again after every byte stored (a char store may alias them).
 template <class TX, class TY>

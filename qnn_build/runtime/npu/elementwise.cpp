@@ -47,15 +47,6 @@ struct BinaryState {
 // Rows at least this long take BinaryState::row_varying: 4 elements per table entry computed.
 constexpr int64_t kRowTableMin = 1024;
 
-// Every 8-bit code once, in order: the operand a code table is computed on.
-struct AllCodes {
-    uint8_t q[256];
-    constexpr AllCodes() : q() {
-        for (int i = 0; i < 256; ++i) q[i] = static_cast<uint8_t>(i);
-    }
-};
-constexpr AllCodes kAllCodes;
-
 template <int Op>
 void tabulate(Node& n, BinaryState& s);
 
