@@ -1,5 +1,6 @@
 """npu lookup tables for unary ops: docs/npu.md (N6) for 8-bit inputs, the knots of (N7) for
-16-bit inputs. The functions are evaluated in float64 at convert time."""
+16-bit inputs, or (N7a) a whole table of every 16-bit code for the ops in EXACT_16BIT. The functions
+are evaluated in float64 at convert time."""
 
 import math
 
@@ -10,6 +11,10 @@ from .common import enc, scale, zp
 
 KNOT_STEP = 64
 KNOTS = 65536 // KNOT_STEP + 1
+
+# (N7a): ops whose slope is unbounded at a code (Sqrt at 0), where a straight line between two knots
+# 64 codes apart is off by hundreds of output codes, get one entry per 16-bit code (65,536) instead.
+EXACT_16BIT = ("Sqrt",)
 
 
 def _erf(x):
@@ -44,15 +49,15 @@ def _unary_fn(node: Node):
 
 
 def lut(node: Node, graph: Graph) -> dict:
-    """(N6) for 8-bit inputs, the knots of (N7) for 16-bit inputs."""
+    """(N6) for 8-bit inputs, (N7a) for a 16-bit input of an op in EXACT_16BIT, else the knots of (N7)."""
     x, y = node.inputs[0], node.outputs[0]
     ex, ey = enc(graph, x), enc(graph, y)
     f = _unary_fn(node)
     sx, zx, sy, zy = scale(graph, x), zp(graph, x), scale(graph, y), zp(graph, y)
     qmax = (1 << ey.bitwidth) - 1
     with np.errstate(all="ignore"):
-        if ex.bitwidth <= 8:
-            q = np.arange(256, dtype=np.float64)
+        if ex.bitwidth <= 8 or node.op_type in EXACT_16BIT:
+            q = np.arange(256 if ex.bitwidth <= 8 else 65536, dtype=np.float64)
             t = np.clip(np.round(f(sx * (q - zx)) / sy) + zy, 0, qmax)
         else:
             q = np.arange(KNOTS, dtype=np.float64) * KNOT_STEP

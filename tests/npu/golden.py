@@ -112,18 +112,25 @@ def unary_function(op: str, attrs: dict):
         if a.get("approximate", "none") == "tanh" else (lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))),
         "Softplus": lambda x: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0),
         "Exp": np.exp,
+        "Sqrt": lambda x: np.sqrt(np.maximum(x, 0.0)),  # a negative input (below the range's zero) is 0
         "Neg": np.negative,
         "Abs": np.abs,
     }[op]
 
 
-def lut_table(op, attrs, ex, ey) -> np.ndarray:
-    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7) for a 16-bit input: the 1025 knots at
-    every 64th code, unclamped (the last at code 65536)."""
+EXACT_16BIT = ("Sqrt",)  # (N7a)
+
+
+def lut_table(op, attrs, ex, ey, exact=None) -> np.ndarray:
+    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of Sqrt: T[q] for
+    q = 0..65535; (N7) for other 16-bit inputs: the 1025 knots at every 64th code, unclamped (the
+    last at code 65536). `exact` overrides whether a 16-bit input gets (N7a)."""
     f = unary_function(op, attrs)
-    q = np.arange(256, dtype=np.float64) if ex.bitwidth <= 8 else np.arange(1025, dtype=np.float64) * 64
-    t = np.round(f(scale(ex) * (q - zp(ex))) / scale(ey)) + zp(ey)
-    if ex.bitwidth <= 8:
+    whole = ex.bitwidth <= 8 or (op in EXACT_16BIT if exact is None else exact)
+    q = np.arange(256 if ex.bitwidth <= 8 else 65536, dtype=np.float64) if whole else np.arange(1025, dtype=np.float64) * 64
+    with np.errstate(invalid="ignore"):
+        t = np.round(f(scale(ex) * (q - zp(ex))) / scale(ey)) + zp(ey)
+    if whole:
         t = np.clip(t, 0, qmax(ey))
     return t.astype(np.int64)
 
@@ -135,11 +142,11 @@ def interpolate(table, q):
     return lo + (((hi - lo) * r + 32) >> 6)
 
 
-def lut(x, ex, ey, op, attrs):
-    """(N6) / (N7)."""
-    table = lut_table(op, attrs, ex, ey)
+def lut(x, ex, ey, op, attrs, exact=None):
+    """(N6) / (N7a) / (N7)."""
+    table = lut_table(op, attrs, ex, ey, exact)
     q = np.asarray(x, np.int64)
-    if ex.bitwidth <= 8:
+    if len(table) != 1025:
         return table[q]
     return np.clip(interpolate(table, q), 0, qmax(ey))
 

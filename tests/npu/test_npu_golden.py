@@ -75,7 +75,7 @@ def test_binary_ops_equal_golden(tmp_path, op, precision, seed):
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 @pytest.mark.parametrize("op,attrs", [("Sigmoid", {}), ("Tanh", {}), ("HardSwish", {}), ("Relu", {}),
                                       ("LeakyRelu", {"alpha": 0.1}), ("Exp", {}), ("Erf", {}), ("Elu", {"alpha": 0.7}),
-                                      ("Softplus", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4})])
+                                      ("Softplus", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("Sqrt", {})])
 def test_lut_ops_equal_golden(tmp_path, op, attrs, precision):
     rng = np.random.default_rng(len(op))
     graph = quantized(one_op_graph(tmp_path, op, [[3, 50]], attrs), precision,
@@ -85,6 +85,24 @@ def test_lut_ops_equal_golden(tmp_path, op, attrs, precision):
     ex, ey = graph.tensor("x0").encoding, graph.tensor("y").encoding
     expected = golden.lut(golden.quantize_input(feeds["x0"], ex), ex, ey, op, golden.onnx_attrs(graph.nodes[0]))
     np.testing.assert_array_equal(model_integers(model, "y", ey), expected)
+
+
+# (N7a): Sqrt of a 16-bit input is exact at every code. The ranges put the input's zero at code 0 and
+# inside the range, where sqrt's slope is unbounded: (N7)'s knots would be off by up to this many codes.
+@pytest.mark.parametrize("x_range,y_range,interpolation_error", [
+    ((0.0, 4.0), (0.0, 2.0), 458), ((0.0, 0.01), (0.0, 0.25), 183), ((-1.0, 3.0), (0.0, 1.8), 509),
+    ((0.0, 100.0), (-1.0, 12.0), 353)])
+def test_sqrt_of_every_16bit_code_is_exact(tmp_path, x_range, y_range, interpolation_error):
+    graph = quantized(one_op_graph(tmp_path, "Sqrt", [[65536]]), "w8a16", {"x0": x_range, "y": y_range})
+    ex, ey = graph.tensor("x0").encoding, graph.tensor("y").encoding
+    codes = np.arange(65536, dtype=np.int64)
+    feeds = {"x0": ((codes + ex.offsets[0]) * np.float64(ex.scales[0])).astype(np.float32)}
+    assert np.array_equal(golden.quantize_input(feeds["x0"], ex), codes)  # every code once
+    model = run_npu(graph, tmp_path, feeds, "sqrt16")
+    exact = golden.lut(codes, ex, ey, "Sqrt", {})
+    np.testing.assert_array_equal(model_integers(model, "y", ey), exact)
+    interpolated = golden.lut(codes, ex, ey, "Sqrt", {}, exact=False)
+    assert np.abs(interpolated - exact).max() == interpolation_error
 
 
 def model_integers(model, name, enc):

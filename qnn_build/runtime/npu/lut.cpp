@@ -1,5 +1,5 @@
 // Unary ops as lookup tables built at convert time: docs/npu.md (N6) exact for 8-bit inputs, (N7)
-// integer interpolation for 16-bit inputs.
+// integer interpolation for 16-bit inputs, or (N7a) an exact table of every 16-bit code.
 #include "../core/parallel.h"
 #include "code_table.h"
 #include "npu.h"
@@ -10,9 +10,10 @@ namespace {
 
 constexpr int kKnotStep = 64;                   // (N7): a knot every 64 input codes
 constexpr int kKnots = 65536 / kKnotStep + 1;   // 1025
+constexpr size_t kAllCodes16 = 65536;            // (N7a): one entry per 16-bit code
 
 struct LutState {
-    std::vector<int32_t> table;  // 256 entries (8-bit input) or kKnots knots (16-bit input)
+    std::vector<int32_t> table;  // 256 entries (8-bit input), kKnots knots or kAllCodes16 entries (16-bit input)
     int32_t qmax = 0;
 };
 
@@ -24,9 +25,8 @@ bool prepare_lut(Node& n, std::string& err) {
         return false;
     }
     auto& s = n.make_state<LutState>();
-    const size_t size = x->dtype == QNNB_UINT8 ? 256 : kKnots;
     std::vector<int64_t> t = n.params.ints("npu_lut");
-    if (t.size() != size) {
+    if (x->dtype == QNNB_UINT8 ? t.size() != 256 : t.size() != kKnots && t.size() != kAllCodes16) {
         err = "lookup table missing or of the wrong size (convert the model for the npu again)";
         return false;
     }
@@ -37,6 +37,10 @@ bool prepare_lut(Node& n, std::string& err) {
 
 template <class TY>
 void run_lut16(const LutState& s, const uint16_t* x, TY* y, int64_t n) {
+    if (s.table.size() == kAllCodes16) {  // (N7a)
+        for (int64_t i = 0; i < n; ++i) y[i] = static_cast<TY>(saturate(s.table[x[i]], s.qmax));
+        return;
+    }
     for (int64_t i = 0; i < n; ++i) {
         const int32_t k = x[i] >> 6, r = x[i] & 63;
         const int64_t lo = s.table[k], hi = s.table[k + 1];
