@@ -159,8 +159,14 @@ def test_sanitized_reader_survives_a_bounded_fuzz_run(sanitized_driver, small_ct
     clang = shutil.which("clang++")
     if clang:
         fuzzer = build_driver(tmp_path / "ctx_libfuzzer", clang, ["-fsanitize=fuzzer"])
-        cmd = [str(fuzzer), "-max_total_time=20", "-rss_limit_mb=2048", "-print_final_stats=1",
-               f"-artifact_prefix={tmp_path}/", str(seed_dir)]
+        # -malloc_limit_mb: one allocation above 256 MB (a count the reader trusted) fails with its
+        # input; -rss_limit_mb bounds the whole run. libFuzzer's RSS is the process's peak
+        # (getrusage), which Linux carries across exec: started by this pytest worker, the fuzzer
+        # would begin at the worker's own peak (2 GB after the real models) and stop within a
+        # second. A small intermediate process forks it instead, so the peak is the fuzzer's own.
+        cmd = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))",
+               str(fuzzer), "-max_total_time=20", "-rss_limit_mb=2048", "-malloc_limit_mb=256",
+               "-print_final_stats=1", f"-artifact_prefix={tmp_path}/", str(seed_dir)]
     else:
         cmd = [str(sanitized_driver), "fuzz", str(seed_dir / "seed.ctx"), "20"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=SAN_ENV, timeout=300)
