@@ -294,7 +294,7 @@ def test_gemm_activations_equal_golden(tmp_path, monkeypatch, attrs):
 @pytest.mark.parametrize("op,case", [
     ("MatMul", ([3, 601], [601, 37], {}, None)),                 # K past one int32 run of pairs, odd K, N, M
     ("Gemm", ([35, 300], [70, 300], {"transB": 1}, [70])),       # rows past one task's 32, columns past 64
-    ("Gemm", ([5, 1], [1, 33], {"alpha": -0.5}, [33])),           # K = 1, a negative alpha
+    ("Gemm", ([7, 1], [1, 33], {"alpha": -0.5}, [33])),           # K = 1, a negative alpha, a 7-row call
 ])
 def test_wide_product_tails_equal_reference(tmp_path, monkeypatch, precision, op, case):
     """The 16-bit-activation block kernel (N15 "wide"): int32 lanes widened into int64 sums before

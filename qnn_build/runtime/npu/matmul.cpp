@@ -212,7 +212,8 @@ void product_wide(const Node& node, const ProductState& s, const uint16_t* a, TY
         const int64_t cb = task / chunks, i0 = (task % chunks) * kWideRowChunk;
         const int64_t kernel_rows = (std::min(s.m, i0 + kWideRowChunk) - i0) * per_row;
         const int64_t c0 = cb * kWideCols, cn = std::min<int64_t>(kWideCols, s.n - c0);
-        alignas(32) int64_t sums[2 * kWideRowChunk * kWideCols] = {};
+        alignas(32) int64_t sums[2 * kWideRowChunk * kWideCols];
+        std::fill(sums, sums + kernel_rows * kWideCols, int64_t{0});  // only the rows this task sums
         const int16_t* x0 = x + i0 * per_row * len;
         for (int64_t p0 = 0; p0 < w.pairs; p0 += kWidePairChunk) {
             const int64_t p1 = std::min(w.pairs, p0 + kWidePairChunk);

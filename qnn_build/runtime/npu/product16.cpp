@@ -144,7 +144,11 @@ void wide_block_avx512(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush,
         case 1: return block_avx512<1>(wb, p0, p1, flush, rows, sums);
         case 2: return block_avx512<2>(wb, p0, p1, flush, rows, sums);
         case 3: return block_avx512<3>(wb, p0, p1, flush, rows, sums);
-        default: return block_avx512<4>(wb, p0, p1, flush, rows, sums);
+        case 4: return block_avx512<4>(wb, p0, p1, flush, rows, sums);
+        case 5: return block_avx512<5>(wb, p0, p1, flush, rows, sums);
+        case 6: return block_avx512<6>(wb, p0, p1, flush, rows, sums);
+        case 7: return block_avx512<7>(wb, p0, p1, flush, rows, sums);
+        default: return block_avx512<8>(wb, p0, p1, flush, rows, sums);
     }
 }
 

@@ -20,7 +20,7 @@ namespace qnnb {
 namespace npu {
 
 constexpr int kWideCols = 32;  // columns per block: 4 vectors of 8 int32 lanes
-constexpr int kWideRows = 4;   // rows per kernel call (AVX-512: 8 accumulator chains hide vpdpwssd's latency)
+constexpr int kWideRows = 8;   // rows per kernel call (AVX-512: 16 accumulators, each weight load feeds 8 rows)
 
 struct WideWeights {
     int64_t k = 0, n = 0, pairs = 0, cblocks = 0;  // pairs: K rounded up to 2, halved
