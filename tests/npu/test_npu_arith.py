@@ -7,6 +7,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from context.util import prepared_entries
+from qnn_build.runtime.binding import Model
+
 from . import golden
 from . import golden_arith as gm
 from .harness import F, check, enc_of, make_model, q_in, quantized, uniform
@@ -98,7 +101,18 @@ BROADCAST_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("op,a_shape,b_shape,const", BROADCAST_ROWS)
+# Add/Sub of an 8-bit activation and a 16-bit constant outside the row tables (a bias over heads
+# [1, 32, 8, 16] + [8, 16], a position embedding, a constant along a short row or across rows):
+# each term split at 2^t by code and by constant element (prepared arrays 3 and 4), the same bytes.
+CONST_TERMS = [
+    ("Add", [1, 32, 8, 16], [8, 16], "b"),
+    ("Sub", [32, 128], [1, 32, 128], "a"),
+    ("Sub", [2, 5, 7], [5, 1], "b"),
+    ("Add", [3, 1], [3, 40], "a"),
+]
+
+
+@pytest.mark.parametrize("op,a_shape,b_shape,const", BROADCAST_ROWS + CONST_TERMS)
 def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
     rng = np.random.default_rng(len(a_shape) + len(op) + sum(b_shape))
     shapes = {"a": a_shape, "b": b_shape}
@@ -113,7 +127,12 @@ def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
         expected = golden.mul(q["a"], q["b"], *encs)
     else:
         expected = golden.add_sub(q["a"], q["b"], *encs, subtract=op == "Sub")
-    check(tmp_path, graph, feeds, {"y": expected}, f"rows{op}{const}{len(a_shape)}")
+    tag = f"rows{op}{const}{len(a_shape)}"
+    check(tmp_path, graph, feeds, {"y": expected}, tag)
+    if [op, a_shape, b_shape, const] in map(list, CONST_TERMS):  # the path taken: its constant's terms
+        ctx = Model(tmp_path / tag / f"lib{tag}.so", backend="npu").context_binary()
+        numel = int(np.prod(shapes[const]))
+        assert any(slot == 4 and size == 16 * numel for _, slot, _, size in prepared_entries(ctx))
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])

@@ -42,6 +42,15 @@ struct BinaryState {
     // the 256 codes with that value, then one lookup per element. `row_varying`: the code operand.
     int row_varying = -1;
     bool fast_lookup = false;  // fast_byte_lookup() at prepare
+    // Add/Sub of an 8-bit activation and a constant of any width (x + bias with a 16-bit bias,
+    // L = 30), where neither form above applies and the last shift t = 31 + shift_y is in [1, 62]:
+    // each term r, the activation's by code (prepared array 3) and the constant's per element
+    // (array 4, in the constant's layout), is held as r · mult_y + (x's: 2^(t−1)) split at 2^t into
+    // {hi, lo} with lo in [0, 2^t), so that requantize(ra ± rb) = hi_a + hi_b + (lo_a + lo_b >= 2^t):
+    // (N4)'s last step in int64 without a product. Sub negates the subtrahend's term before the split.
+    int const_varying = -1;  // the activation's input index
+    ArrayView<int64_t> split_x, split_c;  // {hi, lo} pairs
+    int64_t split_one = 0;                // 2^t
 };
 
 // Rows at least this long take BinaryState::row_varying: 4 elements per table entry computed.
@@ -96,6 +105,47 @@ void prepare_narrow(Node& n, BinaryState& s) {
     s.narrow_avx512 = true;
 }
 
+// The constant's terms are a prepared array carried in a context binary: 16 bytes per element.
+constexpr int64_t kConstTermsMax = 1 << 16;
+
+// BinaryState::const_varying for Add/Sub of an 8-bit activation and a constant.
+template <int Op>
+void prepare_const_terms(Node& n, BinaryState& s) {
+    const int v = n.in[0]->dtype == QNNB_UINT8 && !n.in[0]->is_const() && n.in[1]->is_const() ? 0
+                : n.in[1]->dtype == QNNB_UINT8 && !n.in[1]->is_const() && n.in[0]->is_const() ? 1 : -1;
+    const int64_t t = 31 + static_cast<int64_t>(s.shift[2]);
+    if (v < 0 || s.left_shift < 0 || s.left_shift > 32 || t < 1 || t > 62) return;
+    const Tensor* c = n.in[1 - v];
+    if (c->numel() > kConstTermsMax) return;
+    const int32_t zp[2] = {s.zp_a, s.zp_b};
+    const int64_t one = int64_t{1} << t;
+    // {hi, lo} of operand k's term for code q; the sums and products below are within 2^93.
+    auto split = [&](int64_t q, int k, int64_t* out) {
+        int64_t r = requantize((q - zp[k]) << s.left_shift, s.mult[k], s.shift[k]);  // (N4)
+        if (Op == 1 && k == 1) r = -r;
+        const __int128 p = static_cast<__int128>(r) * s.mult[2] + (k == v ? one / 2 : 0);
+        const __int128 hi = p >= 0 ? p / one : -((-p + one - 1) / one);  // floor
+        out[0] = static_cast<int64_t>(hi);
+        out[1] = static_cast<int64_t>(p - hi * one);
+    };
+    s.split_x = n.prepared->get<int64_t>(3, 2 * 256, [&](int64_t* t2) {
+        for (int q = 0; q < 256; ++q) split(q, v, t2 + 2 * q);
+    });
+    s.split_c = n.prepared->get<int64_t>(4, 2 * static_cast<size_t>(c->numel()), [&](int64_t* t2) {
+        with_int_type(c->dtype, [&](auto tc) {
+            const auto* cp = c->in<decltype(tc)>();
+            for (int64_t i = 0; i < c->numel(); ++i) split(cp[i], 1 - v, t2 + 2 * i);
+        });
+    });
+    // Checked on the pairs as held, so pairs from a context binary cannot overflow the sums.
+    for (const ArrayView<int64_t>* a : {&s.split_x, &s.split_c})
+        for (size_t i = 0; i < a->size(); i += 2)
+            if ((*a)[i] <= -(int64_t{1} << 61) || (*a)[i] >= (int64_t{1} << 61) || (*a)[i + 1] < 0 || (*a)[i + 1] >= one)
+                return;
+    s.split_one = one;
+    s.const_varying = v;
+}
+
 template <int Op>
 bool prepare_binary(Node& n, std::string& err) {
     if (!check_int_operand(n.input(0), err) || !check_int_operand(n.input(1), err) || !check_int_output(n.output(0), err))
@@ -118,6 +168,7 @@ bool prepare_binary(Node& n, std::string& err) {
             s.fast_lookup = fast_byte_lookup();
             break;
         }
+    if (Op != 2 && !s.narrow && s.row_varying < 0) prepare_const_terms<Op>(n, s);
     return true;
 }
 
@@ -207,6 +258,18 @@ QNNB_ELEMENTWISE_AVX512 void narrow_row_avx512(const BinaryState& s, const uint8
 }
 #endif
 
+// binary_row for BinaryState::const_varying: x the activation's codes, c the constant's {hi, lo}.
+template <class TY>
+void const_terms_row(const BinaryState& s, const uint8_t* x, int64_t sx, const int64_t* c, int64_t sc, TY* y, int64_t n) {
+    const int64_t* tx = s.split_x.data();
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t* px = tx + 2 * x[i * sx];
+        const int64_t* pc = c + 2 * i * sc;
+        const int64_t q = px[0] + pc[0] + (px[1] + pc[1] >= s.split_one) + s.zp_y;
+        y[i] = static_cast<TY>(q < 0 ? 0 : (q > s.qmax ? s.qmax : q));
+    }
+}
+
 // One row of BinaryState::row_varying: a has the codes along the row when row_varying is 0 (b one
 // value), b otherwise.
 template <int Op, class TA, class TB, class TY>
@@ -229,12 +292,30 @@ void table_row(const BinaryState& s, const TA* a, const TB* b, TY* y, int64_t n)
 }
 
 template <int Op>
+void run_const_terms(Node& n, const BinaryState& s, const ExecContext& ctx) {
+    const int v = s.const_varying;
+    const uint8_t* x = n.in[v]->in<uint8_t>();
+    with_int_type(n.out[0]->dtype, [&](auto ty) {
+        using TY = decltype(ty);
+        TY* y = n.out[0]->out<TY>();
+        parallel_for(ctx, s.plan.outer, [&](int64_t row) {
+            int64_t off[2];
+            s.plan.offsets(row, off);
+            const int64_t sx = s.plan.inner_stride[v], sc = s.plan.inner_stride[1 - v];
+            TY* py = y + row * s.plan.inner;
+            const_terms_row(s, x + off[v], sx, s.split_c.data() + 2 * off[1 - v], sc, py, s.plan.inner);
+        });
+    });
+}
+
+template <int Op>
 void run_binary(Node& n, const ExecContext& ctx) {
     const BinaryState& s = n.state_as<BinaryState>();
     if (s.varying >= 0) {
         apply_code_table(*n.in[s.varying], *n.out[0], s.table.data(), ctx);
         return;
     }
+    if (s.const_varying >= 0) return run_const_terms<Op>(n, s, ctx);
     with_int_type(n.in[0]->dtype, [&](auto ta) {
         with_int_type(n.in[1]->dtype, [&](auto tb) {
             with_int_type(n.out[0]->dtype, [&](auto ty) {
