@@ -332,6 +332,17 @@ def test_conv_vnni_block_tails_equal_reference(tmp_path, monkeypatch):
         check_paths(build(graph, tmp_path), feeds, expected, monkeypatch, threads=(2, 3, 5))
 
 
+# A lone input channel whose window steps along W in whole quads (silero's STFT) runs as 4 channels
+# of k/4 taps: a 1-D STFT-like case (258 filters: a 2-channel tail block) and a 2-D one padded along W.
+@pytest.mark.parametrize("precision", ["w8a8", "w4a8"])
+@pytest.mark.parametrize("case", [([2, 1, 832], [258, 1, 256], {"strides": [128]}),
+                                  ([1, 1, 6, 40], [9, 1, 3, 8], {"strides": [1, 4], "pads": [1, 4, 1, 8]})])
+def test_conv_lone_channel_in_quads_equals_golden(tmp_path, monkeypatch, precision, case):
+    rng = np.random.default_rng(len(case[0]) + len(precision))
+    graph, feeds, expected = conv_case(tmp_path, rng, precision, case)
+    check_paths(build(graph, tmp_path), feeds, expected, monkeypatch, threads=(2, 3))
+
+
 def test_conv_bias_from_activation_refused(tmp_path):
     rng = np.random.default_rng(0)
     path = make_model(tmp_path, "Conv", {"x": [1, 4, 5, 5], "b": [6]}, {"w": rng.normal(0, 1, [6, 4, 3, 3])},

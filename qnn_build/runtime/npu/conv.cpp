@@ -83,6 +83,7 @@ struct ConvState {
     // vnni: zp-padded pixels [Dp][Hp][Wp][group][cg4], in the node's scratch
     int64_t cg4 = 0, pixel = 0;
     size_t pixels_at = 0;
+    bool folded = false;              // fold_lone_channel: the pixels are the input's own bytes
     std::vector<VnniWeights> vw;      // per group
     std::vector<int64_t> tap_off;     // per tap, bytes from a window origin
     std::vector<VnniRequant> rq;      // per group: bias − zp_x · sum(w), multipliers
@@ -248,6 +249,27 @@ void prepare_vnni(Node& n, ConvState& s) {
                 s.tap_off.push_back(((kd * g.dil[0] * s.pd[1] + kh * g.dil[1]) * s.pd[2] + kw * g.dil[2]) * s.pixel);
 }
 
+// vnni with a lone input channel (one group) whose window along W steps in whole quads (silero's
+// STFT: kernel 256, stride 128): four consecutive samples become one pixel of four channels, so the
+// window is k/4 taps of 4 channels instead of k taps padded from 1 channel to 4 with zero weights
+// (the same products, a quarter of the work), and the staged pixels are the input rows as they are.
+void fold_lone_channel(ConvState& s) {
+    ConvGeometry& g = s.g;
+    if (g.in_ch != 1 || g.group != 1 || g.dil[2] != 1) return;
+    for (int64_t v : {g.in[2], g.k[2], g.stride[2], g.pad_lo[2], g.pad_hi[2]})
+        if (v % 4) return;
+    const int64_t taps = g.taps(), kw = g.k[2];
+    std::vector<int16_t> w(s.w.size());
+    for (int64_t c = 0; c < g.out_ch; ++c)
+        for (int64_t t = 0; t < taps; ++t)  // w[c][0][t] -> w'[c][t % kw % 4][t with kw / 4 taps along W]
+            w[(c * 4 + t % kw % 4) * (taps / 4) + t / kw * (kw / 4) + t % kw / 4] = s.w[c * taps + t];
+    s.w.swap(w);
+    g.in_ch = 4;
+    for (int64_t* v : {&g.in[2], &g.k[2], &g.stride[2], &g.pad_lo[2], &g.pad_hi[2]}) *v /= 4;
+    s.pd[2] = padded_extent(g, 2);
+    s.folded = true;
+}
+
 template <class TY>
 void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
     const ConvGeometry& g = s.g;
@@ -265,6 +287,7 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
             const int64_t at = ((id + g.pad_lo[0]) * s.pd[1] + ih + g.pad_lo[1]) * s.pd[2] + g.pad_lo[2];
             uint8_t* row = pixels + at * s.pixel;
+            if (s.folded) return (void)std::memcpy(row, xb + (id * g.in[1] + ih) * g.in[2] * 4, static_cast<size_t>(g.in[2] * 4));
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
             for (int64_t grp = 0; grp < g.group; ++grp) {
                 // 16 channels at a time: each pixel gets 16 contiguous bytes from 16 input rows.
@@ -354,6 +377,7 @@ bool prepare_conv(Node& n, std::string& err) {
         s.path = Path::Reference;
     } else if (vnni) {
         s.path = Path::Vnni;
+        fold_lone_channel(s);
         prepare_vnni(n, s);
     } else if (n.in[0]->dtype == QNNB_UINT8 && prepare_depthwise(n, g, s.pd, s.p, s.w, wmax, s.zp_x, s.dw)) {
         s.path = Path::Depthwise;
