@@ -68,6 +68,30 @@ def test_movers_reencode_a_pinned_output(tmp_path, op, attrs, consts, move, prec
     check(tmp_path, graph, feeds, {"y": expected}, f"{op}{precision}")
 
 
+# An output encoding a hair from its input's: every code maps to itself (the move reads the input's
+# codes as they are), or the end codes move by one step (the re-encoding stays).
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+@pytest.mark.parametrize("stretch", [1 + 1e-6, 1 + 1e-2])
+@pytest.mark.parametrize("op", ["Slice", "Split"])
+def test_movers_with_a_near_equal_output_encoding(tmp_path, op, stretch, precision):
+    rng = np.random.default_rng(int(stretch * 100))
+    if op == "Slice":
+        node = helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"])
+        consts = [("starts", np.array([1], np.int64)), ("ends", np.array([3], np.int64)), ("axes", np.array([2], np.int64))]
+    else:
+        node = helper.make_node("Split", ["x", "split"], ["y", "y1"], axis=2)
+        consts = [("split", np.array([3, 1], np.int64))]
+    path = make_model(tmp_path, [node], [("x", F, [2, 3, 4])], ["y"] + (["y1"] if op == "Split" else []), consts)
+    graph = quantized(path, precision, {"x": (-3.0, 1.0)}, pins={"x": (-3.0, 1.0), "y": (-3.0 * stretch, 1.0 * stretch)})
+    feeds = {"x": uniform(rng, [2, 3, 4], -3.5, 1.5)}
+    ex, ey = enc_of(graph, "x"), enc_of(graph, "y")
+    codes = np.arange(2 ** ex.bitwidth)
+    assert not np.array_equal(ex.scales, ey.scales)
+    assert np.array_equal(gm.reencode(codes, ex, ey), codes) == (stretch < 1.001)  # identity, or not
+    moved = q_in(graph, feeds, "x")[:, :, 1:3] if op == "Slice" else q_in(graph, feeds, "x")[:, :, :3]
+    check(tmp_path, graph, feeds, {"y": gm.recode(moved, ex, ey)}, f"near{op}{precision}{stretch}")
+
+
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 def test_split_reencodes_each_output(tmp_path, precision):
     rng = np.random.default_rng(3)

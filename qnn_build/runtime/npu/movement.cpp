@@ -132,6 +132,15 @@ bool prepare_recode(Node& n, uint32_t slot, Recode& r, const int32_t* mult, cons
 }
 
 
+// An activation's re-encoding that maps every code to itself (M = 1 and one zero point, encodings
+// that differ only in how their float scale was spelled): the move reads the codes as they are.
+bool is_identity(const Recode& r) {
+    if (r.table.empty() || r.src->dtype != r.dst->dtype) return false;
+    for (size_t q = 0; q < r.table.size(); ++q)
+        if (r.table[q] != static_cast<int32_t>(q)) return false;
+    return true;
+}
+
 void run_recode(const Recode& r, const ExecContext& ctx) {
     if (r.table.empty()) return;  // a constant, done at prepare
     apply_code_table(*r.src, *r.dst, r.table.data(), ctx);
@@ -179,6 +188,10 @@ bool recode_inputs(Node& n, MoverState& s, size_t first, size_t last, std::strin
             r->src = x;
             r->dst = &r->own;
             if (!prepare_recode(n, static_cast<uint32_t>(i), *r, &mult[k], &shift[k], count, err)) return false;
+            if (is_identity(*r)) {
+                k += count;
+                continue;
+            }
             s.shadow.in[i] = r->dst;
             s.before.push_back(std::move(r));
         }
@@ -245,6 +258,7 @@ bool prepare_split(Node& n, std::string& err) {
         r->dst = y;
         const int32_t m = static_cast<int32_t>(mult[k]), sh = static_cast<int32_t>(shift[k]);
         if (!prepare_recode(n, static_cast<uint32_t>(n.in.size() + k), *r, &m, &sh, 1, err)) return false;
+        if (is_identity(*r)) continue;
         s.shadow.out[k] = &r->own;
         s.after.push_back(std::move(r));
     }
