@@ -16,7 +16,8 @@ from qnn_build.errors import ConvertError
 from qnn_build.ir.rnn_lowering import RECURRENT_OPS
 from qnn_build.quant import QuantOptions
 from qnn_build.runtime.binding import Model
-from qnn_build.toolchain import build_model_lib
+from qnn_build.toolchain import build_model_lib, host_target
+from targets_util import model_lib
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 ZOO = Path(__file__).resolve().parents[1] / "models"
@@ -197,14 +198,13 @@ def test_outputs_keep_their_names_and_weights_feed_matmul(tmp_path):
 
 # ---- the zoo's recurrent models, quantized (lowered by default) ----
 
-def zoo_accuracy(tmp_path, name, precision):
-    m = ZOO / name
-    out = tmp_path / f"{name}_{precision}"
-    calibration = m / "calibration.npz" if precision.startswith("w") else None
-    desc = convert(m / "model.onnx", out, {"sequence": [1, 8, 8]}, precision=precision, calibration=calibration)
-    lib = build_model_lib(out / "model.cpp", out / "model.bin", out / f"librnnzoo_{name}_{precision}.so")
-    model = Model(lib)
-    data = np.load(m / "test.npz")
+def zoo_accuracy(zoo_folder, name, precision):
+    """The session's conversion of the zoo model (tests/targets_util.py: its spec's input shape
+    [1, 8, 8] and calibration data), its description and its top-1 on the test set."""
+    folder = zoo_folder(name, precision)
+    desc = json.loads((folder / "model.json").read_text())
+    model = Model(model_lib(folder, host_target().name))
+    data = np.load(ZOO / name / "test.npz")
     x, labels = data["sequence"], data["labels"]
     pred = np.array([int(np.argmax(model.run({"sequence": x[i]})["logits"])) for i in range(len(x))])
     return desc, float(np.mean(pred == labels))
@@ -215,10 +215,10 @@ FLOAT_ACCURACY = {"digits_lstm": 0.9675, "digits_gru": 0.985}  # models/README.m
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 @pytest.mark.parametrize("name", ["digits_lstm", "digits_gru"])
-def test_zoo_recurrent_models_quantized(tmp_path, name, precision):
-    desc, acc = zoo_accuracy(tmp_path, name, precision)
+def test_zoo_recurrent_models_quantized(zoo_folder, name, precision):
+    desc, acc = zoo_accuracy(zoo_folder, name, precision)
     assert not set(desc["ops"]) & set(RECURRENT_OPS), desc["ops"]
-    assert json.loads((tmp_path / f"{name}_{precision}" / "model.json").read_text())["precision"] == precision
+    assert desc["precision"] == precision
     # Measured: lstm 96.75 % (w8a8 and w8a16), gru 98.50 %, = float (96.50 % / 98.25 % at w8a8 with an
     # 8-bit recurrence).
     assert acc >= FLOAT_ACCURACY[name] - 0.01, f"{name} {precision}: top-1 {acc:.4f}"

@@ -22,11 +22,6 @@ CASES = [(name, precision, backend)
          for backend in backends]
 
 
-@pytest.fixture(scope="session")
-def zoo_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("zoo")
-
-
 def same_bytes(a: dict, b: dict) -> None:
     assert list(a) == list(b)
     for name in a:
@@ -35,8 +30,8 @@ def same_bytes(a: dict, b: dict) -> None:
 
 
 @pytest.mark.parametrize("name,precision,backend", CASES, ids=["-".join(c) for c in CASES])
-def test_context_outputs_equal_library_outputs(zoo_dir, tmp_path, name, precision, backend):
-    lib = build_zoo_lib(name, precision, zoo_dir)
+def test_context_outputs_equal_library_outputs(zoo_folder, tmp_path, name, precision, backend):
+    lib = build_zoo_lib(zoo_folder, name, precision)
     from_lib = Model(lib, backend=backend)
     data = from_lib.context_binary()
     assert data == Model(lib, backend=backend).context_binary(), "same inputs, different bytes"
@@ -51,15 +46,15 @@ def test_context_outputs_equal_library_outputs(zoo_dir, tmp_path, name, precisio
     assert from_file.timings.keys() == {"retrieve_us"}
 
 
-def test_memory_plan_shares_activation_bytes(zoo_dir):
-    model = Model(build_zoo_lib("mobile_tiny", "fp32", zoo_dir))
+def test_memory_plan_shares_activation_bytes(zoo_folder):
+    model = Model(build_zoo_lib(zoo_folder, "mobile_tiny", "fp32"))
     plan = model.memory_plan()
     assert 0 < plan["arena_bytes"] < plan["tensor_bytes"]
     assert load_context(model.context_binary()).memory_plan() == plan
 
 
-def test_keep_tensors_keeps_every_activation_apart(zoo_dir):
-    lib = build_zoo_lib("digits_cnn", "fp32", zoo_dir)
+def test_keep_tensors_keeps_every_activation_apart(zoo_folder):
+    lib = build_zoo_lib(zoo_folder, "digits_cnn", "fp32")
     plan = Model(lib, keep_tensors=True).memory_plan()
     assert plan["arena_bytes"] == plan["tensor_bytes"]
 
@@ -69,8 +64,8 @@ def run_cli(*args, cwd=None):
                           cwd=cwd)
 
 
-def test_cli_context_binary_and_net_run_retrieve_context(zoo_dir, tmp_path):
-    lib = build_zoo_lib("digits_cnn", "w8a8", zoo_dir)
+def test_cli_context_binary_and_net_run_retrieve_context(zoo_folder, tmp_path):
+    lib = build_zoo_lib(zoo_folder, "digits_cnn", "w8a8")
     ctx = tmp_path / "model.ctx"
     r = run_cli("context-binary", "--backend", "npu", "--model", lib, "-o", ctx)
     assert r.returncode == 0, r.stderr
@@ -97,8 +92,8 @@ def zoo_specs_data(name):
     return MODELS / zoo_specs()[name]["test"]["data"]
 
 
-def test_cli_refuses_a_context_of_another_backend_in_one_line(zoo_dir, tmp_path):
-    lib = build_zoo_lib("digits_cnn", "fp32", zoo_dir)
+def test_cli_refuses_a_context_of_another_backend_in_one_line(zoo_folder, tmp_path):
+    lib = build_zoo_lib(zoo_folder, "digits_cnn", "fp32")
     ctx = tmp_path / "model.ctx"
     assert run_cli("context-binary", "--model", lib, "-o", ctx).returncode == 0
     (tmp_path / "list.txt").write_text("x.raw\n")
@@ -122,16 +117,16 @@ def test_missing_context_file_is_a_clear_error(tmp_path):
 
 # ---- prepared arrays: the npu's tables travel in the context (docs/context-binary.md) ----
 
-def test_npu_tables_travel_in_the_context_once_each(zoo_dir):
-    data = Model(build_zoo_lib("digits_lstm", "w8a8", zoo_dir), backend="npu").context_binary()
+def test_npu_tables_travel_in_the_context_once_each(zoo_folder):
+    data = Model(build_zoo_lib(zoo_folder, "digits_lstm", "w8a8"), backend="npu").context_binary()
     entries = prepared_entries(data)
     assert entries, "the 16-bit recurrence's re-encodings are tables"
     assert len({offset for _, _, offset, _ in entries}) < len(entries), "equal tables are stored once"
     assert load_context(data, backend="npu").context_binary() == data, "the file's tables, handed back"
 
 
-def test_a_prepared_array_of_another_size_is_refused(zoo_dir):
-    data = bytearray(Model(build_zoo_lib("digits_gru", "w8a8", zoo_dir), backend="npu").context_binary())
+def test_a_prepared_array_of_another_size_is_refused(zoo_folder):
+    data = bytearray(Model(build_zoo_lib(zoo_folder, "digits_gru", "w8a8"), backend="npu").context_binary())
     size = prepared_entries(bytes(data))[0][3]
     struct.pack_into("<Q", data, sections(bytes(data))[PREPARED][0] + 8 + 16, size - 4)  # entry 0's size
     with pytest.raises(RuntimeFailure, match=rf"context binary refused: node '.+' \(.+\): prepared array \d+ has "
@@ -139,8 +134,8 @@ def test_a_prepared_array_of_another_size_is_refused(zoo_dir):
         load_context(rechecksummed(data), backend="npu")
 
 
-def test_another_targets_context_carries_no_prepared_arrays(zoo_dir):
+def test_another_targets_context_carries_no_prepared_arrays(zoo_folder):
     """Its kernels may want other arrays: that target's runtime computes them at load."""
-    model = Model(build_zoo_lib("digits_gru", "w8a8", zoo_dir), backend="npu")
+    model = Model(build_zoo_lib(zoo_folder, "digits_gru", "w8a8"), backend="npu")
     assert PREPARED in sections(model.context_binary())
     assert PREPARED not in sections(model.context_binary(target="aarch64-linux+neon+dotprod"))

@@ -57,19 +57,13 @@ def zoo_specs() -> dict[str, dict]:
     return {p.stem: yaml.safe_load(p.read_text()) for p in sorted(MODELS.glob("*.yaml"))}
 
 
-def build_zoo_lib(name: str, precision: str, out_dir: Path) -> Path:
-    """Convert a shipped model at a precision and compile its library (as the SCons build does)."""
-    from qnn_build.convert import convert
-    from qnn_build.toolchain import build_model_lib
+def build_zoo_lib(zoo_folder, name: str, precision: str) -> Path:
+    """A shipped model's host library at a precision: the session's conversion (tests/conftest.py's
+    zoo_folder, tests/targets_util.py), shared with the npu and target tests."""
+    from qnn_build.toolchain import host_target
+    from targets_util import model_lib
 
-    spec = zoo_specs()[name]
-    dims = {k: (v["shape"] if isinstance(v, dict) else v) for k, v in spec["inputs"].items()}
-    d = out_dir / f"{name}-{precision}"
-    if not (d / "libmodel.so").is_file():
-        calibration = MODELS / spec["calibration"] if precision not in ("fp32", "fp16") else None
-        convert(MODELS / spec["source"], d, input_dims=dims, precision=precision, calibration=calibration)
-        build_model_lib(d / "model.cpp", d / "model.bin", d / "libmodel.so")
-    return d / "libmodel.so"
+    return model_lib(zoo_folder(name, precision), host_target().name)
 
 
 def zoo_feeds(name: str, model, count: int = 3) -> list[dict[str, np.ndarray]]:

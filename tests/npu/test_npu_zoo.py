@@ -17,11 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qnn_build.convert import convert
 from qnn_build.runtime.binding import Model
 from qnn_build.spec import load_spec
-from qnn_build.toolchain import get_target
-from qnn_build.toolchain import build_model_lib, build_runtime, runtime_flags
+from qnn_build.toolchain import build_runtime, get_target, host_target, runtime_flags
+from targets_util import model_lib
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "models").glob("*.yaml"))
@@ -34,25 +33,26 @@ def zoo_cases():
     return [pytest.param(spec, precision, id=f"{spec.stem}-{precision}") for spec in SPECS for precision in PRECISIONS]
 
 
-@pytest.fixture(scope="module")
-def runtime_o0(tmp_path_factory):
-    """The same runtime sources at -O0: no vectorizer, no fast-math-like reassociation to lean on."""
+def runtime_o0():
+    """The same runtime sources at -O0: no vectorizer, no fast-math-like reassociation to lean on.
+    Built once in the content-keyed cache (its key holds the flags), not in a module fixture, so that
+    the cases spread over the xdist workers."""
     flags = [f if not f.startswith("-O") else "-O0" for f in runtime_flags(get_target(None))]
-    return build_runtime(tmp_path_factory.mktemp("runtime-O0"), flags=flags)
+    return build_runtime(flags=flags)
 
 
-def build(spec_path: Path, precision: str, out: Path):
+def build(zoo_folder, spec_path: Path, precision: str):
+    """The session's conversion of the zoo model and its host library (tests/targets_util.py), which
+    the target tests compare against too; then every test sample as feeds."""
     spec = load_spec(spec_path)
+    assert not spec.outputs and all(entry["value"] is None for entry in spec.inputs.values()), \
+        f"{spec.name}: the shared conversion takes input shapes and calibration only"
+    folder = zoo_folder(spec.name, precision)
+    lib = model_lib(folder, host_target().name)
     dims = {name: entry["shape"] for name, entry in spec.inputs.items()}
-    values = {name: entry["value"] for name, entry in spec.inputs.items() if entry["value"] is not None}
-    convert(spec.source, out, dims, values, spec.outputs or None, precision=precision,
-            calibration=spec.calibration)
-    lib = build_model_lib(out / "model.cpp", out / "model.bin", out / f"lib{spec.name}_{precision}.so")
     data = np.load(spec.test["data"])
-    count = len(data[next(name for name in dims if name not in values)])
-    feeds = [{name: data[name][i].reshape(dims[name]) for name in dims if name not in values}
-             for i in range(count)]
-    return lib, feeds, json.loads((out / "model.json").read_text())["outputs"]
+    feeds = [{name: data[name][i].reshape(dims[name]) for name in dims} for i in range(len(data[next(iter(dims))]))]
+    return lib, feeds, json.loads((folder / "model.json").read_text())["outputs"]
 
 
 def run(lib, feeds, backend="npu", **kwargs):
@@ -61,9 +61,8 @@ def run(lib, feeds, backend="npu", **kwargs):
 
 
 @pytest.mark.parametrize("spec_path, precision", zoo_cases())
-def test_npu_matches_cpu_within_bound_and_its_own_bytes_everywhere(tmp_path, spec_path, precision, runtime_o0,
-                                                                    monkeypatch):
-    lib, all_feeds, outputs = build(spec_path, precision, tmp_path)
+def test_npu_matches_cpu_within_bound_and_its_own_bytes_everywhere(zoo_folder, spec_path, precision, monkeypatch):
+    lib, all_feeds, outputs = build(zoo_folder, spec_path, precision)
     npu = run(lib, all_feeds)
     cpu = run(lib, all_feeds, backend="cpu")
     for out in outputs:
@@ -84,7 +83,7 @@ def test_npu_matches_cpu_within_bound_and_its_own_bytes_everywhere(tmp_path, spe
                 assert a[name].tobytes() == b[name].tobytes(), f"{name}: {how} changed the bytes"
 
     same(run(lib, feeds, threads=2), "2 threads")
-    same(run(lib, feeds, runtime=str(runtime_o0)), "the -O0 runtime")
+    same(run(lib, feeds, runtime=str(runtime_o0())), "the -O0 runtime")
     monkeypatch.setenv("QNNB_ISA", "x86-64-v3")
     same(run(lib, feeds), "the x86-64-v3 paths")
     monkeypatch.delenv("QNNB_ISA")
