@@ -8,13 +8,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from onnx import helper
 
 from ..data.model_io import IOInfo, NodeInfo
 from ..errors import QnnBuildError, RuntimeFailure, missing_file
 from ..options import parse_precision
 from ..toolchain import build_runtime
 from ..toolchain.targets import check_binary_for, host_target
+from .dtypes import numpy_dtype
 from .reencode import Reencoded
 from .stats import stats
 
@@ -193,8 +193,7 @@ class Model:
             dims = (ctypes.c_int64 * QNNB_MAX_RANK)()
             self._check(self._rt.qnnb_graph_io(self._graph, int(is_output), i, ctypes.byref(name),
                                                ctypes.byref(dtype), ctypes.byref(rank), dims), "io query")
-            out.append(IOInfo(name.value.decode("utf-8"), np.dtype(helper.tensor_dtype_to_np_dtype(dtype.value)),
-                              tuple(dims[: rank.value])))
+            out.append(IOInfo(name.value.decode("utf-8"), numpy_dtype(dtype.value), tuple(dims[: rank.value])))
         return out
 
     def _bind_io(self) -> None:
@@ -251,7 +250,7 @@ class Model:
                                                    ctypes.byref(rank), dims, ctypes.byref(data)), "tensor query")
             if not data.value or (float_only and dtype.value != 1) or dtype.value == 22:
                 continue
-            np_dtype = np.dtype(helper.tensor_dtype_to_np_dtype(dtype.value))
+            np_dtype = numpy_dtype(dtype.value)
             shape = tuple(dims[: rank.value])
             nbytes = int(np.prod(shape)) * np_dtype.itemsize
             raw = (ctypes.c_char * nbytes).from_address(data.value)

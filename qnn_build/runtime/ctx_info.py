@@ -8,9 +8,8 @@ import json
 import struct
 from pathlib import Path
 
-from onnx import helper
-
 from ..errors import QnnBuildError
+from .dtypes import numpy_dtype
 
 MAGIC = b"QNNBCTX\0"
 HEADER_BYTES = 256
@@ -44,7 +43,7 @@ class _Reader:
 
 def _dtype(code: int) -> str:
     try:
-        return helper.tensor_dtype_to_np_dtype(code).name
+        return numpy_dtype(code).name
     except (KeyError, ValueError):
         return f"onnx dtype {code}"
 
