@@ -73,6 +73,10 @@ CASES = (
         OpCase("ArgMin", {"x": r(3, 4, 5)}, attrs={"axis": 2}, id="argmin_axis2"),
         OpCase("ArgMin", {"x": ties(4, 6, 3)}, attrs={"axis": 0, "select_last_index": 1}, id="argmin_ties_last"),
         OpCase("ArgMin", {"x": ties(5, 6)}, attrs={"axis": -1, "keepdims": 0}, id="argmin_ties_first"),
+        # One element along the axis (a single-class detector's scores): every index is 0.
+        OpCase("ArgMax", {"x": r(1, 300, 1)}, attrs={"axis": 2}, id="argmax_axis_of_one_last"),
+        OpCase("ArgMax", {"x": r(2, 1, 5)}, attrs={"axis": 1, "keepdims": 0}, id="argmax_axis_of_one_inner"),
+        OpCase("ArgMin", {"x": r(4, 1)}, attrs={"axis": 1, "select_last_index": 1}, id="argmin_axis_of_one"),
     ]
 )
 

@@ -337,6 +337,10 @@ struct LessEq { bool operator()(float v, float b) const { return v <= b; } };
 template <bool kMax>
 bool run_arg_rows(Node& n, const ExecContext& ctx) {
     const ArgState& s = n.state_as<ArgState>();
+    if (s.r == 1) {  // one element along the axis (a detector's single class): index 0, NaN or not
+        std::fill_n(n.out[0]->out<int64_t>(), s.outer * s.inner, int64_t{0});
+        return true;
+    }
     if (s.inner != 1) return false;
     const float* x = n.in[0]->in<float>();
     int64_t* y = n.out[0]->out<int64_t>();
