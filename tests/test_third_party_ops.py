@@ -232,8 +232,8 @@ def found(ref: dict, out: dict) -> tuple[int, int]:
     return int(np.sum(np.any((overlap >= 0.5) & same, axis=1))), int(want.sum())
 
 
-# The detector at w8a8: TopK and Greater have no integer form on the npu (docs/npu.md (N42)) and
-# stay in fp16 (--float-fallback); the rest (the YOLOX body, the decode, GatherElements, Where) runs
+# The detector at w8a8: Greater has no integer form on the npu (docs/npu.md (N42)) and stays in
+# fp16 (--float-fallback); the rest (the YOLOX body, the decode, TopK, GatherElements, Where) runs
 # in integers. Scored over 8 text-like scenes by recall (the share of onnxruntime's float detections,
 # score > 0.1, that it finds again: IoU >= 0.5, the same class) and precision (the share of its own
 # that onnxruntime's has). Measured 2026-12-02 over 149 detections: 1.000 and 1.000 on the cpu
@@ -248,7 +248,7 @@ def test_detector_with_an_end2end_head_on_the_npu(tmp_path):
     np.savez(tmp_path / "calibration.npz", **samples(model.name, model.dims, SAMPLES, seed=10))
     desc = convert(path, tmp_path / "w8a8", model.dims, precision="w8a8", calibration=tmp_path / "calibration.npz",
                    float_fallback=True)
-    assert {f["op"] for f in desc["float_fallback"]} == {"TopK", "Greater"}
+    assert {f["op"] for f in desc["float_fallback"]} == {"Greater"}
     lib = build_model_lib(tmp_path / "w8a8/model.cpp", tmp_path / "w8a8/model.bin", tmp_path / "lib.so")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]

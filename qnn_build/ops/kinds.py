@@ -8,7 +8,7 @@ registry (runtime/npu/registry.cpp kByteMovers, held equal by tests/test_float_f
 BYTE_MOVERS = frozenset({"Identity", "Reshape", "Transpose", "Slice", "Gather", "Split", "Expand", "Tile",
                          "DepthToSpace", "SpaceToDepth", "GatherElements", "GatherND"})
 
-# Every output value is a value of input 0: the byte movers, a selection (max pooling), and padding
-# with a value the encoding holds. The quantizer gives such an output its input's encoding, so the
-# integer backend requantizes nothing.
-VALUE_KEEPERS = BYTE_MOVERS | {"Pad", "MaxPool", "GlobalMaxPool"}
+# Every output value is a value of input 0: the byte movers, a selection (max pooling, TopK's values;
+# its indices are int64), and padding with a value the encoding holds. The quantizer gives such an
+# output its input's encoding, so the integer backend requantizes nothing.
+VALUE_KEEPERS = BYTE_MOVERS | {"Pad", "MaxPool", "GlobalMaxPool", "TopK"}

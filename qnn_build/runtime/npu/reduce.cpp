@@ -1,10 +1,12 @@
 // Reductions on integer codes: docs/npu.md (N24) ReduceMax / ReduceMin (extreme code, then the
 // output re-encoding (N20)), (N25) ReduceSum / ReduceMean (integer sum of q - zp_x, requantized;
-// the mean's 1 / count is in the multiplier), (N26) ArgMax / ArgMin (on codes, int64 indices).
+// the mean's 1 / count is in the multiplier), (N26) ArgMax / ArgMin (on codes, int64 indices),
+// (N26a) TopK (the codes themselves, sorted, and their int64 indices).
 #include <algorithm>
 #include <vector>
 
 #include "../core/parallel.h"
+#include "../core/topk.h"
 #include "code_table.h"
 #include "refusal.h"
 
@@ -176,7 +178,41 @@ void run_arg(Node& n, const ExecContext& ctx) {
     else arg_typed<kMax>(s, n.in[0]->in<uint16_t>(), y, ctx);
 }
 
+// ---- TopK: the k largest (smallest) codes, sorted (N26a) -------------------------------------
+
+bool prepare_topk(Node& n, std::string& err) {
+    if (!check_int_operand(n.input(0), err)) return false;
+    const Tensor* x = n.in[0];
+    if (x->is_const() || (x->dtype != QNNB_UINT8 && x->dtype != QNNB_UINT16)) {
+        err = "input must be an 8- or 16-bit activation";
+        return false;
+    }
+    if (n.out.size() != 2 || (n.out[1] && n.out[1]->dtype != QNNB_INT64)) {
+        err = "outputs must be the values and int64 indices";
+        return false;
+    }
+    if (n.out[0] && !same_encoding(*x, *n.out[0])) {  // the quantizer's VALUE_KEEPERS rule
+        err = "the values must keep the input's encoding";
+        return false;
+    }
+    return read_topk(n, *x, n.make_state<TopKShape>(), err);
+}
+
+// A larger code is a larger value (the scale is positive), equal codes are equal values: the order
+// of the float kernel on the dequantized values.
+template <class TX>
+void run_topk_as(Node& n, const ExecContext& ctx) {
+    topk_rows(n.state_as<TopKShape>(), n.in[0]->in<TX>(), n.out[0] ? n.out[0]->out<TX>() : nullptr,
+              n.out[1] ? n.out[1]->out<int64_t>() : nullptr, ctx);
+}
+
+void run_topk(Node& n, const ExecContext& ctx) {
+    if (n.in[0]->dtype == QNNB_UINT8) run_topk_as<uint8_t>(n, ctx);
+    else run_topk_as<uint16_t>(n, ctx);
+}
+
 const Kernel kKernels[] = {
+    {"TopK", prepare_topk, run_topk},
     {"ReduceSum", prepare_reduce, run_reduce}, {"ReduceMean", prepare_reduce, run_reduce},
     {"ReduceMax", prepare_reduce, run_reduce}, {"ReduceMin", prepare_reduce, run_reduce},
     {"ArgMax", prepare_arg, run_arg<true>},    {"ArgMin", prepare_arg, run_arg<false>},
