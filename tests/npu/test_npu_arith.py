@@ -135,6 +135,32 @@ def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
         assert any(slot == 4 and size == 16 * numel for _, slot, _, size in prepared_entries(ctx))
 
 
+# Add/Sub of 16-bit operands outside the 8-bit forms (an LSTM's gate sum, a 16-bit constant on a
+# 16-bit activation, broadcast columns and rows): the terms in int64, one 128-bit product per
+# element; the same bytes.
+WIDE_TERMS = [
+    ("Add", [1, 512], [1, 512], None, "w8a16"),
+    ("Sub", [2, 3, 40], [3, 1], None, "w16a16"),
+    ("Add", [4, 33], [33], "b", "w16a16"),
+    ("Sub", [5, 1], [5, 7], "a", "w8a16"),
+]
+
+
+@pytest.mark.parametrize("op,a_shape,b_shape,const,precision", WIDE_TERMS)
+def test_wide_add_sub(tmp_path, op, a_shape, b_shape, const, precision):
+    rng = np.random.default_rng(len(a_shape) + len(op) + sum(b_shape))
+    shapes = {"a": a_shape, "b": b_shape}
+    inits = [(const, uniform(rng, shapes[const], -1.5, 1.5))] if const else []
+    inputs = [(n, F, shapes[n]) for n in ("a", "b") if n != const]
+    path = make_model(tmp_path, [helper.make_node(op, ["a", "b"], ["y"])], inputs, ["y"], inits)
+    graph = quantized(path, precision, {"a": (-2.0, 3.0), "b": (-1.5, 1.5), "y": (-4.0, 6.0)}, rng=rng)
+    feeds = {n: uniform(rng, shapes[n], -2.5, 3.5) for n in ("a", "b") if n != const}
+    q = {n: graph.tensor(n).const.astype(np.int64) if n == const else q_in(graph, feeds, n) for n in ("a", "b")}
+    expected = golden.add_sub(q["a"], q["b"], enc_of(graph, "a"), enc_of(graph, "b"), enc_of(graph, "y"),
+                              subtract=op == "Sub")
+    check(tmp_path, graph, feeds, {"y": expected}, f"wide{op}{const}{precision}")
+
+
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
 def test_where(tmp_path, precision):
     rng = np.random.default_rng(2)

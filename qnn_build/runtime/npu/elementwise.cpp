@@ -51,6 +51,12 @@ struct BinaryState {
     int const_varying = -1;  // the activation's input index
     ArrayView<int64_t> split_x, split_c;  // {hi, lo} pairs
     int64_t split_one = 0;                // 2^t
+    // Add/Sub of any other 8/16-bit operands (an LSTM's 16-bit gate sums): each term
+    // requantize(v << L, M_k) as (v · mult + 2^(t−1−L)) >> (t − L) in int64 (exact when t > L: the
+    // 2^L divides out), the last requantization one branchless 128-bit product.
+    bool wide = false;
+    Int64Requantize wide_first[2];
+    int32_t wide_t = 1;  // the last requantization's t, in [1, 126]
 };
 
 // Rows at least this long take BinaryState::row_varying: 4 elements per table entry computed.
@@ -146,6 +152,20 @@ void prepare_const_terms(Node& n, BinaryState& s) {
     s.const_varying = v;
 }
 
+// BinaryState::wide: operands of at most 16 bits (|v| < 2^16, so |v · mult| < 2^47), each term's
+// t − L in [1, 62], the last t in [1, 126].
+void prepare_wide(Node& n, BinaryState& s) {
+    for (int k = 0; k < 2; ++k) {
+        const int64_t t = 31 + static_cast<int64_t>(s.shift[k]) - s.left_shift;
+        if (n.in[k]->encoding.bitwidth > 16 || s.left_shift < 0 || t < 1 || t > 62) return;
+        s.wide_first[k] = Int64Requantize::of(s.mult[k], static_cast<int32_t>(t - 31));
+    }
+    const int64_t t = 31 + static_cast<int64_t>(s.shift[2]);
+    if (t < 1 || t > 126) return;
+    s.wide_t = static_cast<int32_t>(t);
+    s.wide = true;
+}
+
 template <int Op>
 bool prepare_binary(Node& n, std::string& err) {
     if (!check_int_operand(n.input(0), err) || !check_int_operand(n.input(1), err) || !check_int_output(n.output(0), err))
@@ -169,6 +189,7 @@ bool prepare_binary(Node& n, std::string& err) {
             break;
         }
     if (Op != 2 && !s.narrow && s.row_varying < 0) prepare_const_terms<Op>(n, s);
+    if (Op != 2 && !s.narrow && s.row_varying < 0 && s.const_varying < 0) prepare_wide(n, s);
     return true;
 }
 
@@ -258,6 +279,19 @@ QNNB_ELEMENTWISE_AVX512 void narrow_row_avx512(const BinaryState& s, const uint8
 }
 #endif
 
+// binary_row for BinaryState::wide: the same integers, the terms in int64 and no branches.
+template <int Op, class TA, class TB, class TY>
+void wide_row(const BinaryState& s, const TA* a, int64_t sa, const TB* b, int64_t sb, TY* y, int64_t n) {
+    const __int128 round = static_cast<__int128>(1) << (s.wide_t - 1);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t ra = s.wide_first[0].apply(static_cast<int64_t>(a[i * sa]) - s.zp_a);  // (N4)
+        const int64_t rb = s.wide_first[1].apply(static_cast<int64_t>(b[i * sb]) - s.zp_b);
+        const __int128 prod = static_cast<__int128>(Op == 0 ? ra + rb : ra - rb) * s.mult[2];
+        const int64_t q = static_cast<int64_t>((prod + round) >> s.wide_t) + s.zp_y;
+        y[i] = static_cast<TY>(q < 0 ? 0 : (q > s.qmax ? s.qmax : q));
+    }
+}
+
 // binary_row for BinaryState::const_varying: x the activation's codes, c the constant's {hi, lo}.
 template <class TY>
 void const_terms_row(const BinaryState& s, const uint8_t* x, int64_t sx, const int64_t* c, int64_t sc, TY* y, int64_t n) {
@@ -340,6 +374,9 @@ void run_binary(Node& n, const ExecContext& ctx) {
                             return narrow_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1],
                                                   s.plan.inner_stride[1], y + row * s.plan.inner, s.plan.inner);
                     }
+                    if (Op != 2 && s.wide)
+                        return wide_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1], s.plan.inner_stride[1],
+                                            y + row * s.plan.inner, s.plan.inner);
                     binary_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1], s.plan.inner_stride[1],
                                    y + row * s.plan.inner, s.plan.inner);
                 });
