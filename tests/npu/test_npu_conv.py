@@ -307,6 +307,19 @@ def test_wide_product_tails_equal_reference(tmp_path, monkeypatch, precision, op
 
 
 @pytest.mark.parametrize("precision", ["w8a16", "w16a16"])
+def test_wide_product_requantize_by_vector_and_by_column_equals_golden(tmp_path, monkeypatch, precision):
+    """The wide path's outputs requantized 8 columns a vector (every shift t = 31 + npu_shift of the
+    column block in [32, 63]) and column by column (a block holding a column of tiny weights, t > 63)."""
+    rng = np.random.default_rng(11)
+    b = rng.normal(0, 1, [48, 70])
+    b[:, 3] *= 1e-12
+    graph, feeds, expected = product_case(tmp_path, rng, precision, "MatMul", [5, 48], [48, 70], b=b)
+    t = 31 + np.asarray(graph.nodes[0].attrs["npu_shift"])
+    assert t[3] > 63 and ((t[32:] >= 32) & (t[32:] <= 63)).all()
+    check_paths(build(graph, tmp_path), feeds, expected, monkeypatch)
+
+
+@pytest.mark.parametrize("precision", ["w8a16", "w16a16"])
 def test_wide_product_at_its_bound_equals_golden(tmp_path, monkeypatch, precision):
     """Every term near its largest (A at the top code, weights of one sign near max|w|): at w16a16
     (split rows, 128 pairs per int32 run) a lane kept past its run would overflow several times over

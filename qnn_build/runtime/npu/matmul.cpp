@@ -50,6 +50,7 @@ struct ProductState : MatMulBatches {  // Gemm sets m, k, n and one product itse
     ActProduct act;                            // act_vnni
     // wide
     WideWeights ww;
+    WideOut wo;                                // its outputs' requantize
     size_t wide_rows_at = 0;                   // in the node's scratch: A's kernel rows
 };
 
@@ -226,9 +227,9 @@ void product_wide(const Node& node, const ProductState& s, const uint16_t* a, TY
         }
         for (int64_t r = 0; r < kernel_rows / per_row; ++r) {
             TY* yr = y + (i0 + r) * s.n + c0;
-            const int64_t* sr = sums + r * per_row * kWideCols;
-            for (int64_t c = 0; c < cn; ++c)
-                yr[c] = static_cast<TY>(s.p.out_fast(c0 + c, s.p.sign * wide_acc(w, sr, c, c0 + c, s.zp_a) + s.p.bias[c0 + c]));
+            int32_t q[kWideCols];
+            wide_out(w, s.wo, s.p, cb, cn, sums + r * per_row * kWideCols, q);  // (N2)-(N3)
+            for (int64_t c = 0; c < cn; ++c) yr[c] = static_cast<TY>(q[c]);
         }
     });
 }
@@ -298,6 +299,7 @@ bool finish_prepare(Node& node, ProductState& s, int weight_k_axis, std::string&
     } else if (s.a_kind == Kind::U16 && b->is_const() && !s.p.blockwise() && one_b && s.b_sj == 1) {
         s.path = Path::Wide;
         pack_wide(node, 2, s.b_const.data(), s.b_sk, s.k, s.n, s.ww);
+        prepare_wide_out(s.ww, s.p, s.zp_a, s.wo);
         s.b_const = {};  // the packed copy is all the wide path reads
         const int64_t per_row = s.ww.split ? 2 : 1;
         s.wide_rows_at = take_scratch(node, static_cast<size_t>(s.m * per_row * 2 * s.ww.pairs) * sizeof(int16_t));

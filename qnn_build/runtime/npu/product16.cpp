@@ -138,6 +138,32 @@ void block_avx512(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush, cons
     }
 }
 
+// wide_out's vector form: requantize(total, mult, shift) for |total| < 2^63, mult in [0, 2^31) and
+// t = 31 + shift in [32, 63], in int64 lanes. With total = h · 2^32 + l (l the low 32 bits, unsigned):
+// total · mult + 2^(t−1) = h·mult · 2^32 + L, L = l·mult + 2^(t−1) < 2^63 + 2^62 (no wrap as unsigned);
+// with L = Lh · 2^32 + Ll that is (h·mult + Lh) · 2^32 + Ll, and as Ll < 2^32 ≤ 2^t its floor over 2^t
+// is (h·mult + Lh) >> (t − 32), |h·mult| < 2^62. Then + zp_y and the clamp, in int64 as out_fast does.
+void out_avx512(const WideOut& o, const ChannelParams& p, bool split, int64_t col0, int64_t cn, const int64_t* sums,
+                int32_t* q) {
+    const __m512i zp = _mm512_set1_epi64(p.zp_y), zero = _mm512_setzero_si512(), qmax = _mm512_set1_epi64(p.qmax);
+    for (int64_t c = 0; c < cn; c += 8) {
+        const __mmask8 m = static_cast<__mmask8>(cn - c >= 8 ? 0xff : (1u << (cn - c)) - 1);
+        __m512i s = _mm512_maskz_loadu_epi64(m, sums + c);
+        if (split) s = _mm512_add_epi64(_mm512_slli_epi64(s, 8), _mm512_maskz_loadu_epi64(m, sums + kWideCols + c));
+        if (p.sign < 0) s = _mm512_sub_epi64(zero, s);
+        if (p.sign == 0) s = zero;
+        const int64_t col = col0 + c;
+        const __m512i total = _mm512_add_epi64(s, _mm512_maskz_loadu_epi64(m, o.comp.data() + col));
+        const __m512i mult = _mm512_maskz_loadu_epi64(m, o.mult.data() + col);
+        const __m512i high = _mm512_mul_epi32(_mm512_srai_epi64(total, 32), mult);
+        const __m512i low = _mm512_add_epi64(_mm512_mul_epu32(total, mult), _mm512_maskz_loadu_epi64(m, o.round.data() + col));
+        const __m512i sum = _mm512_add_epi64(high, _mm512_srli_epi64(low, 32));
+        __m512i r = _mm512_add_epi64(_mm512_srav_epi64(sum, _mm512_maskz_loadu_epi64(m, o.tshift.data() + col)), zp);
+        r = _mm512_min_epi64(_mm512_max_epi64(r, zero), qmax);
+        _mm256_mask_storeu_epi32(q + c, m, _mm512_cvtepi64_epi32(r));
+    }
+}
+
 void wide_block_avx512(const int16_t* wb, int64_t p0, int64_t p1, int64_t flush, const int16_t* const* rows, int count,
                        int64_t* sums) {
     switch (count) {
@@ -175,6 +201,38 @@ void block_scalar(const int16_t* wb, int64_t p0, int64_t p1, const int16_t* cons
 #endif
 
 }  // namespace
+
+void prepare_wide_out(const WideWeights& w, const ChannelParams& p, int32_t zp_a, WideOut& o) {
+    const int64_t offset = w.split ? -static_cast<int64_t>(zp_a) : 32768 - static_cast<int64_t>(zp_a);
+    const size_t cols = static_cast<size_t>(w.cblocks * kWideCols);  // whole blocks: masked lanes read in range
+    o.zp_a = zp_a;
+    o.comp.assign(cols, 0);
+    o.mult.assign(cols, 0);
+    o.round.assign(cols, 0);
+    o.tshift.assign(cols, 0);
+    o.vector_block.assign(static_cast<size_t>(w.cblocks), w.avx512 ? 1 : 0);
+    for (int64_t c = 0; c < w.n; ++c) {
+        const size_t i = static_cast<size_t>(c);
+        o.comp[i] = p.sign * offset * w.colsum[i] + p.bias[i];
+        const int64_t t = 31 + static_cast<int64_t>(p.shift[i]);
+        if (t < 32 || t > 63) {
+            o.vector_block[static_cast<size_t>(c / kWideCols)] = 0;
+            continue;
+        }
+        o.mult[i] = p.mult[i];
+        o.round[i] = int64_t{1} << (t - 1);
+        o.tshift[i] = t - 32;
+    }
+}
+
+void wide_out(const WideWeights& w, const WideOut& o, const ChannelParams& p, int64_t cb, int64_t cn,
+              const int64_t* sums, int32_t* q) {
+    const int64_t c0 = cb * kWideCols;
+#if defined(__AVX2__) && QNNB_HAS_AVX512_PATHS
+    if (o.vector_block[static_cast<size_t>(cb)]) return out_avx512(o, p, w.split, c0, cn, sums, q);
+#endif
+    for (int64_t c = 0; c < cn; ++c) q[c] = p.out_fast(c0 + c, p.sign * wide_acc(w, sums, c, c0 + c, o.zp_a) + p.bias[c0 + c]);
+}
 
 void wide_block(const WideWeights& w, int64_t cb, int64_t p0, int64_t p1, const int16_t* const* rows, int count,
                 int64_t* sums) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "conv_common.h"
 
@@ -43,6 +44,21 @@ void wide_rows(const WideWeights& w, const uint16_t* a, int64_t si, int64_t sk, 
 // sums[r][c] += Σ_{k in 2·p0 .. 2·p1} rows[r][k] · w[k][cb·32 + c].
 void wide_block(const WideWeights& w, int64_t cb, int64_t p0, int64_t p1, const int16_t* const* rows, int count,
                 int64_t* sums);
+
+// The outputs' requantize (N2)-(N3), prepared once: total_c = sign · S_c + comp_c, with S_c the kernel
+// rows' sums (split: 256 · hi + lo) and comp_c = sign · offset · Σw_c + bias_c, the same integers as
+// sign · wide_acc + bias. With AVX-512 a column block whose shifts t = 31 + shift all lie in [32, 63]
+// is requantized 8 columns a vector, exactly (wide_out); any other block column by column (out_fast).
+struct WideOut {
+    std::vector<int64_t> comp, mult, round, tshift;  // per column; tshift = t − 32
+    std::vector<uint8_t> vector_block;               // per column block: the vector form applies
+    int32_t zp_a = 0;
+};
+void prepare_wide_out(const WideWeights& w, const ChannelParams& p, int32_t zp_a, WideOut& o);
+
+// The codes of columns [cb·32, cb·32 + cn) of a row whose first kernel row's sums are `sums`.
+void wide_out(const WideWeights& w, const WideOut& o, const ChannelParams& p, int64_t cb, int64_t cn,
+              const int64_t* sums, int32_t* q);
 
 // acc of output column `col` (= cb·32 + c) of a row whose first kernel row's sums are `sums`.
 inline int64_t wide_acc(const WideWeights& w, const int64_t* sums, int64_t c, int64_t col, int32_t zp) {
