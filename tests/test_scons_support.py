@@ -5,10 +5,12 @@ The fixture zoo has two models made with onnx.helper from ops every build of the
 cpu and the npu, fp32 on the npu skipped with a note) and `classifier` (features [n, 4] -> logits [n, 4], labels in its test data, so top-1
 applies). A project is the repo's SConstruct and configs/ plus these models in a temporary folder;
 the qnn_build package is the installed one. The first build of a test session is kept as a
-template and copied (with times) for each test, which then starts from an up-to-date build.
+template (shared by the xdist workers) and copied (with times) for each test, which then starts from an
+up-to-date build.
 """
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from qnn_build.toolchain.build import exclusive
 
 REPO = Path(__file__).resolve().parents[1]
 STEP_LINE = re.compile(r"^\[(\d+)/(\d+)\] (\S+)(?: (.*))?$")
@@ -163,11 +167,22 @@ _TEMPLATE: dict = {}
 
 
 def built_template(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """The fixture project built once per test process (xdist worker): (its folder, the first build)."""
+    """The fixture project built once per test session, by whichever xdist worker wants it first (a
+    file lock, as the zoo cache's in tests/conftest.py), in the folder every worker's temporary folder
+    sits in: (its folder, the first build). Tests copy it and never write into it."""
     if "root" not in _TEMPLATE:
-        root = write_project(tmp_path_factory.mktemp("template") / "zoo")
-        _TEMPLATE["result"] = build(root, "-j2")
-        _TEMPLATE["root"] = root
+        base = tmp_path_factory.getbasetemp()
+        shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "scons-template"
+        shared.mkdir(exist_ok=True)
+        first = shared / "first-build.json"  # written last: its presence means the build is complete
+        with exclusive(shared / ".lock"):
+            if not first.is_file():
+                shutil.rmtree(shared / "zoo", ignore_errors=True)  # a build interrupted before first-build.json
+                result = build(write_project(shared / "zoo"), "-j2")
+                first.write_text(json.dumps({"args": [str(a) for a in result.args], "returncode": result.returncode,
+                                             "stdout": result.stdout, "stderr": result.stderr}))
+        _TEMPLATE["result"] = subprocess.CompletedProcess(**json.loads(first.read_text()))
+        _TEMPLATE["root"] = shared / "zoo"
     return _TEMPLATE["root"], _TEMPLATE["result"]
 
 
