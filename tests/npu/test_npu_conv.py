@@ -356,6 +356,24 @@ def test_conv_lone_channel_in_quads_equals_golden(tmp_path, monkeypatch, precisi
     check_paths(build(graph, tmp_path), feeds, expected, monkeypatch, threads=(2, 3))
 
 
+# The vnni and depthwise paths change layout 16 x 16 bytes at a time (conv_common.h transpose_bytes):
+# whole and edge tiles of the input's channels x width and of the output's positions x channels.
+LAYOUT_CASES = [
+    ([1, 32, 7, 37], [24, 32, 3, 3], {"pads": [1, 1, 1, 1]}),                                 # vnni: 2 whole channel tiles
+    ([1, 40, 3, 50], [70, 20, 1, 3], {"group": 2, "pads": [0, 1, 0, 1]}),                     # vnni: groups, edge tiles
+    ([1, 48, 6, 35], [48, 1, 3, 3], {"group": 48, "pads": [1, 1, 1, 1]}),                     # depthwise, 210 positions
+    ([1, 80, 9, 33], [80, 1, 5, 5], {"group": 80, "pads": [2, 2, 2, 2], "strides": [2, 2]}),  # depthwise: 2 blocks
+]
+
+
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+@pytest.mark.parametrize("index", range(len(LAYOUT_CASES)))
+def test_conv_layout_tiles_equal_golden(tmp_path, monkeypatch, precision, index):
+    rng = np.random.default_rng(7 + index)
+    graph, feeds, expected = conv_case(tmp_path, rng, precision, LAYOUT_CASES[index])
+    check_paths(build(graph, tmp_path), feeds, expected, monkeypatch, threads=(2, 3))
+
+
 def test_conv_bias_from_activation_refused(tmp_path):
     rng = np.random.default_rng(0)
     path = make_model(tmp_path, "Conv", {"x": [1, 4, 5, 5], "b": [6]}, {"w": rng.normal(0, 1, [6, 4, 3, 3])},

@@ -223,7 +223,6 @@ void run_direct(Node& n, ConvState& s, const ExecContext& ctx) {
 
 // ---- vnni: u8 x s8 on _mm512_dpbusd_epi32 ---------------------------------------------------------
 
-constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
 void prepare_vnni(Node& n, ConvState& s) {
     const ConvGeometry& g = s.g;
@@ -290,20 +289,7 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
             if (s.folded) return (void)std::memcpy(row, xb + (id * g.in[1] + ih) * g.in[2] * 4, static_cast<size_t>(g.in[2] * 4));
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
             for (int64_t grp = 0; grp < g.group; ++grp) {
-                // 16 channels at a time: each pixel gets 16 contiguous bytes from 16 input rows.
-                for (int64_t c0 = 0; c0 < cg; c0 += 16) {
-                    const int64_t cn = std::min<int64_t>(16, cg - c0);
-                    const uint8_t* rows_in[16];
-                    for (int64_t i = 0; i < cn; ++i) rows_in[i] = src + (grp * cg + c0 + i) * g.in_plane();
-                    uint8_t* dst = row + grp * s.cg4 + c0;
-                    if (cn == 16) {
-                        for (int64_t iw = 0; iw < g.in[2]; ++iw, dst += s.pixel)
-                            for (int i = 0; i < 16; ++i) dst[i] = rows_in[i][iw];
-                    } else {
-                        for (int64_t iw = 0; iw < g.in[2]; ++iw, dst += s.pixel)
-                            for (int64_t i = 0; i < cn; ++i) dst[i] = rows_in[i][iw];
-                    }
-                }
+                transpose_bytes(src + grp * cg * g.in_plane(), g.in_plane(), cg, g.in[2], row + grp * s.cg4, s.pixel);
                 if (s.cg4 > cg)
                     for (int64_t iw = 0; iw < g.in[2]; ++iw)
                         std::memset(row + iw * s.pixel + grp * s.cg4 + cg, zp, static_cast<size_t>(s.cg4 - cg));
@@ -321,9 +307,7 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
             const VnniWeights& vw = s.vw[static_cast<size_t>(grp)];
             const VnniRequant& rq = s.rq[static_cast<size_t>(grp)];
             alignas(64) int32_t acc[kVnniRows * kVnniBlock], q[kVnniRows * kVnniBlock];
-            // The chunk's outputs per channel, copied out whole: the 6-row stores stay in this buffer
-            // instead of touching 64 output planes every 6 positions.
-            alignas(64) TY stage[kVnniBlock * kPositionChunk];
+            ChunkStage<TY> stage;
             for (int64_t cb = 0; cb < vw.cblocks; ++cb) {
                 const int64_t c0 = cb * kVnniBlock, cn = std::min<int64_t>(kVnniBlock, mg - c0);
                 for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
@@ -332,12 +316,9 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
                     for (int r = 0; r < kVnniRows; ++r) rows[r] = pixels + origin[r0 + std::min<int64_t>(r, rn - 1)];
                     vnni_block(vw, cb, rows, s.tap_off.data(), acc);
                     vnni_requant(rq, c0, vw.vectors(cb), acc, static_cast<int>(rn), q);  // (N2)-(N3)
-                    for (int64_t ci = 0; ci < cn; ++ci)
-                        for (int64_t r = 0; r < rn; ++r) stage[ci * kPositionChunk + r0 + r] = static_cast<TY>(q[r * kVnniBlock + ci]);
+                    stage.put(q, r0, rn, cn);
                 }
-                for (int64_t ci = 0; ci < cn; ++ci)
-                    std::memcpy(yb + (grp * mg + c0 + ci) * plane + p0, stage + ci * kPositionChunk,
-                                static_cast<size_t>(count) * sizeof(TY));
+                stage.copy_out(yb + (grp * mg + c0) * plane + p0, plane, count, cn);
             }
         });
     }
@@ -401,7 +382,7 @@ void run_conv(Node& n, const ExecContext& ctx) {
                 break;
             case Path::Depthwise:
                 if constexpr (sizeof(TX) == 1)
-                    run_depthwise(s.dw, scratch_at<int16_t>(n, s.dw.x_at), n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(),
+                    run_depthwise(s.dw, scratch_at<uint8_t>(n, s.dw.x_at), n.in[0]->in<uint8_t>(), n.out[0]->out<TY>(),
                                   sizeof(TY) == 1, ctx);
                 break;
             case Path::Direct: run_direct<TX, TY>(n, s, ctx); break;

@@ -1,11 +1,72 @@
 // Shared by the npu product kernels: docs/npu.md (N10), (N11), (N15).
 #include "conv_common.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace qnnb {
 namespace npu {
+
+namespace {
+
+// One whole 16 x 16 tile: dst row c = src column c.
+void transpose_tile(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds) {
+#if defined(__SSE2__)
+    // Four rounds of interleaving, each doubling the rows of one column kept together in a lane
+    // (1 -> 2 -> 4 -> 8 -> 16); the comments name the columns a register then holds.
+    __m128i a[16], b[16];
+    for (int r = 0; r < 16; ++r) a[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * ss));
+    for (int i = 0; i < 8; ++i) {  // pairs of rows: 16-bit lanes (row 2i, row 2i + 1) per column
+        b[i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);      // columns 0-7
+        b[i + 8] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);  // columns 8-15
+    }
+    for (int h = 0; h < 2; ++h)  // quads of rows: 32-bit lanes
+        for (int i = 0; i < 4; ++i) {
+            a[h * 8 + i] = _mm_unpacklo_epi16(b[h * 8 + 2 * i], b[h * 8 + 2 * i + 1]);      // columns h·8 + 0-3
+            a[h * 8 + i + 4] = _mm_unpackhi_epi16(b[h * 8 + 2 * i], b[h * 8 + 2 * i + 1]);  // columns h·8 + 4-7
+        }
+    for (int q = 0; q < 4; ++q)  // octets of rows: 64-bit lanes
+        for (int i = 0; i < 2; ++i) {
+            b[q * 4 + i] = _mm_unpacklo_epi32(a[q * 4 + 2 * i], a[q * 4 + 2 * i + 1]);      // columns q·4 + 0-1
+            b[q * 4 + i + 2] = _mm_unpackhi_epi32(a[q * 4 + 2 * i], a[q * 4 + 2 * i + 1]);  // columns q·4 + 2-3
+        }
+    for (int c = 0; c < 8; ++c) {  // b[2c], b[2c + 1]: rows 0-7 and 8-15 of columns 2c and 2c + 1
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * c * ds), _mm_unpacklo_epi64(b[2 * c], b[2 * c + 1]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * c + 1) * ds), _mm_unpackhi_epi64(b[2 * c], b[2 * c + 1]));
+    }
+#else
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < 16; ++c) dst[c * ds + r] = src[r * ss + c];
+#endif
+}
+
+}  // namespace
+
+void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64_t cols, uint8_t* dst,
+                     int64_t dst_stride) {
+    alignas(16) uint8_t in[16 * 16], out[16 * 16];
+    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        const int64_t rn = std::min<int64_t>(16, rows - r0);
+        for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+            const int64_t cn = std::min<int64_t>(16, cols - c0);
+            const uint8_t* s = src + r0 * src_stride + c0;
+            uint8_t* d = dst + c0 * dst_stride + r0;
+            if (rn == 16 && cn == 16) {
+                transpose_tile(s, src_stride, d, dst_stride);
+                continue;
+            }
+            // An edge tile through whole 16 x 16 buffers: never a byte read or written outside.
+            for (int64_t r = 0; r < rn; ++r) std::memcpy(in + r * 16, s + r * src_stride, static_cast<size_t>(cn));
+            transpose_tile(in, 16, out, 16);
+            for (int64_t c = 0; c < cn; ++c) std::memcpy(d + c * dst_stride, out + c * 16, static_cast<size_t>(rn));
+        }
+    }
+}
 
 bool read_channel_params(const Node& n, int64_t channels, const Tensor* weight, const Tensor* bias,
                          ChannelParams& p, std::string& err) {

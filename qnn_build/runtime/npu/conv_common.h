@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,12 @@ bool check_total_bound(const ChannelParams& p, int64_t a_max, int64_t b_max, int
 // QNNB_NPU_REFERENCE=1 in the environment at prepare: every product kernel runs its plain
 // reference loop (tests compare it with the fast paths byte for byte).
 bool force_reference();
+
+// dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols: bytes transposed, the
+// conv fast paths' layout changes (an NCHW plane's channel rows to pixels of channels, a chunk's
+// pixels of channels back to channel planes), 16 x 16 bytes per step.
+void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64_t cols, uint8_t* dst,
+                     int64_t dst_stride);
 
 // ---- the block kernel (N15), named after the VNNI instruction it was written for -----------------
 // acc[r][c] = sum_t sum_k x_r[tap_off[t] + k] * w[c][t][k] for 6 rows r and up to 64 channels c of
@@ -155,6 +162,34 @@ void prepare_requant(const ChannelParams& p, int64_t first, const std::vector<in
                      VnniRequant& rq);
 // out[r * 64 + i] for rows r < rows and i < 16 · vectors: channel c0 + i of row r.
 void vnni_requant(const VnniRequant& rq, int64_t c0, int vectors, const int32_t* acc, int rows, int32_t* out);
+
+// The conv fast paths' output positions per task (16 calls of the block kernel).
+constexpr int64_t kPositionChunk = 16 * kVnniRows;
+
+// One task's requantized outputs of one channel block, kept until the chunk is whole and then
+// written to the channel planes at once, instead of touching 64 output planes every 6 positions.
+// 8-bit codes are staged pixel-major and leave through transpose_bytes; 16-bit ones channel-major.
+template <class TY>
+struct ChunkStage {
+    alignas(64) TY v[kVnniBlock * kPositionChunk];
+    // q[r * 64 + i] (vnni_requant's rows) of positions r0 + r < r0 + rn, channels i < cn.
+    void put(const int32_t* q, int64_t r0, int64_t rn, int64_t cn) {
+        for (int64_t r = 0; r < rn; ++r)
+            for (int64_t i = 0; i < cn; ++i) {
+                if constexpr (sizeof(TY) == 1) v[(r0 + r) * kVnniBlock + i] = static_cast<TY>(q[r * kVnniBlock + i]);
+                else v[i * kPositionChunk + r0 + r] = static_cast<TY>(q[r * kVnniBlock + i]);
+            }
+    }
+    // y[i * plane + p] for channels i < cn and the chunk's positions p < count.
+    void copy_out(TY* y, int64_t plane, int64_t count, int64_t cn) const {
+        if constexpr (sizeof(TY) == 1) {
+            transpose_bytes(reinterpret_cast<const uint8_t*>(v), kVnniBlock, count, cn, reinterpret_cast<uint8_t*>(y), plane);
+            return;
+        }
+        for (int64_t i = 0; i < cn; ++i)
+            std::memcpy(y + i * plane, v + i * kPositionChunk, static_cast<size_t>(count) * sizeof(TY));
+    }
+};
 
 }  // namespace npu
 }  // namespace qnnb

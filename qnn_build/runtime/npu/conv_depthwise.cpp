@@ -4,6 +4,7 @@
 #include "conv_depthwise.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "../core/parallel.h"
 
@@ -11,43 +12,39 @@ namespace qnnb {
 namespace npu {
 namespace {
 
-constexpr int64_t kPositionChunk = 16 * kVnniRows;  // output positions per task
 
-// One output position's sums for 16 · V channels from c0: the trip counts known, the sums stay in
-// registers across the taps.
+// One output position's sums Σ_t x·w for 16 · V channels from c0 (x the codes; zp_x · Σ_t w is in
+// the requantization's comp): the trip counts known, the sums stay in registers across the taps.
 template <int V>
-void sum_taps(const DepthwiseConv& dw, const int16_t* xs, int64_t origin, int64_t c0, int32_t* a) {
+void sum_taps(const DepthwiseConv& dw, const uint8_t* xs, int64_t origin, int64_t c0, int32_t* a) {
     int32_t sum[16 * V] = {};
     const int64_t taps = static_cast<int64_t>(dw.tap_off.size());
     for (int64_t t = 0; t < taps; ++t) {
-        const int16_t* __restrict xt = xs + (origin + dw.tap_off[t]) * dw.pix + c0;
+        const uint8_t* __restrict xt = xs + (origin + dw.tap_off[t]) * dw.pix + c0;
         const int32_t* __restrict wt = dw.w.data() + t * dw.cpad + c0;
         int32_t part[16 * V];  // products, then sums: GCC 12 left the fused loop scalar for V = 2
-        for (int i = 0; i < 16 * V; ++i) part[i] = xt[i] * wt[i];
+        for (int i = 0; i < 16 * V; ++i) part[i] = static_cast<int32_t>(xt[i]) * wt[i];
         for (int i = 0; i < 16 * V; ++i) sum[i] += part[i];
     }
     std::copy(sum, sum + 16 * V, a);
 }
 
 template <class TY>
-void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, const ExecContext& ctx) {
+void run_typed(const DepthwiseConv& dw, uint8_t* xs, const uint8_t* x, TY* y, const ExecContext& ctx) {
     const ConvGeometry& g = dw.g;
     const int64_t ch = g.out_ch, plane = g.out_plane(), in_plane = g.in_plane();
     const int64_t cblocks = dw.cpad / kVnniBlock, chunks = (plane + kPositionChunk - 1) / kPositionChunk;
-    fill_padding(reinterpret_cast<uint8_t*>(xs), g, dw.pd, dw.pix * 2, 0);
+    const uint8_t zp = static_cast<uint8_t>(dw.zp_x);
+    fill_padding(xs, g, dw.pd, dw.pix, zp);
     for (int64_t b = 0; b < g.batch; ++b) {
         const uint8_t* xb = x + b * ch * in_plane;
-        // The input's pixels, channels past ch 0 (the padding is 0 from fill_padding).
+        // The input's pixels, channels past ch zp_x as the padding is.
         parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
-            int16_t* row = xs + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.pix;
-            const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
-            for (int64_t c = 0; c < ch; ++c)
-                for (int64_t iw = 0; iw < g.in[2]; ++iw)
-                    row[iw * dw.pix + c] = static_cast<int16_t>(src[c * in_plane + iw] - dw.zp_x);
+            uint8_t* row = xs + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.pix;
+            transpose_bytes(xb + (id * g.in[1] + ih) * g.in[2], in_plane, ch, g.in[2], row, dw.pix);
             if (dw.pix > ch)
-                for (int64_t iw = 0; iw < g.in[2]; ++iw)
-                    std::fill(row + iw * dw.pix + ch, row + (iw + 1) * dw.pix, int16_t{0});
+                for (int64_t iw = 0; iw < g.in[2]; ++iw) std::memset(row + iw * dw.pix + ch, zp, static_cast<size_t>(dw.pix - ch));
         });
         TY* yb = y + b * ch * plane;
         parallel_for(ctx, cblocks * chunks, [&](int64_t task) {
@@ -56,6 +53,7 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
             const int64_t c0 = cb * kVnniBlock, cn = std::min<int64_t>(kVnniBlock, ch - c0);
             const int vectors = static_cast<int>((cn + 15) / 16);
             alignas(64) int32_t acc[kVnniRows * kVnniBlock], q[kVnniRows * kVnniBlock];
+            ChunkStage<TY> stage;
             for (int64_t r0 = 0; r0 < count; r0 += kVnniRows) {
                 const int rn = static_cast<int>(std::min<int64_t>(kVnniRows, count - r0));
                 for (int r = 0; r < rn; ++r) {
@@ -71,9 +69,9 @@ void run_typed(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, TY* y, co
                     }
                 }
                 vnni_requant(dw.rq, c0, vectors, acc, rn, q);  // (N2)-(N3)
-                for (int64_t i = 0; i < cn; ++i)
-                    for (int r = 0; r < rn; ++r) yb[(c0 + i) * plane + p0 + r0 + r] = static_cast<TY>(q[r * kVnniBlock + i]);
+                stage.put(q, r0, rn, cn);
             }
+            stage.copy_out(yb + c0 * plane + p0, plane, count, cn);
         });
     }
 }
@@ -91,19 +89,23 @@ bool prepare_depthwise(Node& n, const ConvGeometry& g, const int64_t* pd, const 
     dw.zp_x = zp_x;
     dw.cpad = (g.out_ch + kVnniBlock - 1) / kVnniBlock * kVnniBlock;
     dw.pix = (g.out_ch + 15) / 16 * 16;
-    dw.x_at = take_scratch(n, static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.pix) * sizeof(int16_t));
+    dw.x_at = take_scratch(n, static_cast<size_t>(pd[0] * pd[1] * pd[2] * dw.pix));
     dw.w.assign(static_cast<size_t>(taps * dw.cpad), 0);
+    std::vector<int64_t> comp(p.bias);  // bias − zp_x · Σ_t w: the codes are summed as they are
     for (int64_t c = 0; c < g.out_ch; ++c)
-        for (int64_t t = 0; t < taps; ++t) dw.w[static_cast<size_t>(t * dw.cpad + c)] = w[static_cast<size_t>(c * taps + t)];
+        for (int64_t t = 0; t < taps; ++t) {
+            dw.w[static_cast<size_t>(t * dw.cpad + c)] = w[static_cast<size_t>(c * taps + t)];
+            comp[static_cast<size_t>(c)] -= static_cast<int64_t>(zp_x) * w[static_cast<size_t>(c * taps + t)];
+        }
     for (int64_t kd = 0; kd < g.k[0]; ++kd)
         for (int64_t kh = 0; kh < g.k[1]; ++kh)
             for (int64_t kw = 0; kw < g.k[2]; ++kw)
                 dw.tap_off.push_back((kd * g.dil[0] * pd[1] + kh * g.dil[1]) * pd[2] + kw * g.dil[2]);
-    prepare_requant(p, 0, p.bias, false, dw.rq);
+    prepare_requant(p, 0, comp, false, dw.rq);
     return true;
 }
 
-void run_depthwise(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx) {
+void run_depthwise(const DepthwiseConv& dw, uint8_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx) {
     if (y8) run_typed(dw, xs, x, static_cast<uint8_t*>(y), ctx);
     else run_typed(dw, xs, x, static_cast<uint16_t*>(y), ctx);
 }

@@ -18,7 +18,7 @@ struct DepthwiseConv {
     int64_t pd[3] = {1, 1, 1};    // padded extents (D, H, W)
     int64_t cpad = 0;             // channels padded to whole blocks of 64
     int64_t pix = 0;              // channels padded to whole vectors of 16: a pixel in x_at
-    size_t x_at = 0;              // in the node's scratch: [Dp][Hp][Wp][pix] x − zp_x, 0 in the padding
+    size_t x_at = 0;              // in the node's scratch: [Dp][Hp][Wp][pix] codes, zp_x in the padding
     std::vector<int32_t> w;       // [tap][cpad]
     std::vector<int64_t> tap_off; // per tap, pixels from a window origin
     int32_t zp_x = 0;
@@ -32,7 +32,7 @@ bool prepare_depthwise(Node& n, const ConvGeometry& g, const int64_t* pd, const 
                        const std::vector<int16_t>& w, int32_t wmax, int32_t zp_x, DepthwiseConv& dw);
 
 // y: uint8 codes when y8, else uint16; xs: the node's scratch at x_at.
-void run_depthwise(const DepthwiseConv& dw, int16_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx);
+void run_depthwise(const DepthwiseConv& dw, uint8_t* xs, const uint8_t* x, void* y, bool y8, const ExecContext& ctx);
 
 }  // namespace npu
 }  // namespace qnnb
