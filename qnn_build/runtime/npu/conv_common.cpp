@@ -14,13 +14,13 @@ namespace npu {
 
 namespace {
 
-// One whole 16 x 16 tile: dst row c = src column c.
-void transpose_tile(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds) {
+// One whole 16 x 16 tile: dst row c = byte c of each of the 16 rows.
+void transpose_tile(const uint8_t* const* src, uint8_t* dst, int64_t ds) {
 #if defined(__SSE2__)
     // Four rounds of interleaving, each doubling the rows of one column kept together in a lane
     // (1 -> 2 -> 4 -> 8 -> 16); the comments name the columns a register then holds.
     __m128i a[16], b[16];
-    for (int r = 0; r < 16; ++r) a[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * ss));
+    for (int r = 0; r < 16; ++r) a[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[r]));
     for (int i = 0; i < 8; ++i) {  // pairs of rows: 16-bit lanes (row 2i, row 2i + 1) per column
         b[i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);      // columns 0-7
         b[i + 8] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);  // columns 8-15
@@ -41,7 +41,7 @@ void transpose_tile(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds) {
     }
 #else
     for (int r = 0; r < 16; ++r)
-        for (int c = 0; c < 16; ++c) dst[c * ds + r] = src[r * ss + c];
+        for (int c = 0; c < 16; ++c) dst[c * ds + r] = src[r][c];
 #endif
 }
 
@@ -50,20 +50,28 @@ void transpose_tile(const uint8_t* src, int64_t ss, uint8_t* dst, int64_t ds) {
 void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64_t cols, uint8_t* dst,
                      int64_t dst_stride) {
     alignas(16) uint8_t in[16 * 16], out[16 * 16];
+    const uint8_t* tile[16];
     for (int64_t r0 = 0; r0 < rows; r0 += 16) {
         const int64_t rn = std::min<int64_t>(16, rows - r0);
         for (int64_t c0 = 0; c0 < cols; c0 += 16) {
             const int64_t cn = std::min<int64_t>(16, cols - c0);
             const uint8_t* s = src + r0 * src_stride + c0;
             uint8_t* d = dst + c0 * dst_stride + r0;
+            // Rows past the last repeat it; columns past the last come from a copy in `in`: never a
+            // byte read or written outside, and an edge tile's bytes leave through `out`.
+            for (int r = 0; r < 16; ++r) tile[r] = s + std::min<int64_t>(r, rn - 1) * src_stride;
+            if (cn < 16) {
+                for (int64_t r = 0; r < rn; ++r)
+                    for (int64_t c = 0; c < cn; ++c) in[r * 16 + c] = tile[r][c];
+                for (int r = 0; r < 16; ++r) tile[r] = in + std::min<int64_t>(r, rn - 1) * 16;
+            }
             if (rn == 16 && cn == 16) {
-                transpose_tile(s, src_stride, d, dst_stride);
+                transpose_tile(tile, d, dst_stride);
                 continue;
             }
-            // An edge tile through whole 16 x 16 buffers: never a byte read or written outside.
-            for (int64_t r = 0; r < rn; ++r) std::memcpy(in + r * 16, s + r * src_stride, static_cast<size_t>(cn));
-            transpose_tile(in, 16, out, 16);
-            for (int64_t c = 0; c < cn; ++c) std::memcpy(d + c * dst_stride, out + c * 16, static_cast<size_t>(rn));
+            transpose_tile(tile, out, 16);
+            for (int64_t c = 0; c < cn; ++c)
+                for (int64_t r = 0; r < rn; ++r) d[c * dst_stride + r] = out[c * 16 + r];
         }
     }
 }
