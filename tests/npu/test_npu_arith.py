@@ -135,19 +135,21 @@ def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
         assert any(slot == 4 and size == 16 * numel for _, slot, _, size in prepared_entries(ctx))
 
 
-# Add/Sub of 16-bit operands outside the 8-bit forms (an LSTM's gate sum, a 16-bit constant on a
-# 16-bit activation, broadcast columns and rows): the terms in int64, one 128-bit product per
-# element; the same bytes.
+# Add/Sub/Mul of 16-bit operands outside the 8-bit forms (an LSTM's gate sum and products, a
+# 16-bit constant on either side, broadcast columns and rows): the terms in int64, one 128-bit
+# product per element; the same bytes.
 WIDE_TERMS = [
     ("Add", [1, 512], [1, 512], None, "w8a16"),
     ("Sub", [2, 3, 40], [3, 1], None, "w16a16"),
     ("Add", [4, 33], [33], "b", "w16a16"),
     ("Sub", [5, 1], [5, 7], "a", "w8a16"),
+    ("Mul", [1, 128], [1, 128], None, "w8a16"),
+    ("Mul", [3, 20], [20], "b", "w8a8"),
 ]
 
 
 @pytest.mark.parametrize("op,a_shape,b_shape,const,precision", WIDE_TERMS)
-def test_wide_add_sub(tmp_path, op, a_shape, b_shape, const, precision):
+def test_wide_add_sub_mul(tmp_path, op, a_shape, b_shape, const, precision):
     rng = np.random.default_rng(len(a_shape) + len(op) + sum(b_shape))
     shapes = {"a": a_shape, "b": b_shape}
     inits = [(const, uniform(rng, shapes[const], -1.5, 1.5))] if const else []
@@ -156,8 +158,11 @@ def test_wide_add_sub(tmp_path, op, a_shape, b_shape, const, precision):
     graph = quantized(path, precision, {"a": (-2.0, 3.0), "b": (-1.5, 1.5), "y": (-4.0, 6.0)}, rng=rng)
     feeds = {n: uniform(rng, shapes[n], -2.5, 3.5) for n in ("a", "b") if n != const}
     q = {n: graph.tensor(n).const.astype(np.int64) if n == const else q_in(graph, feeds, n) for n in ("a", "b")}
-    expected = golden.add_sub(q["a"], q["b"], enc_of(graph, "a"), enc_of(graph, "b"), enc_of(graph, "y"),
-                              subtract=op == "Sub")
+    encs = (enc_of(graph, "a"), enc_of(graph, "b"), enc_of(graph, "y"))
+    if op == "Mul":
+        expected = golden.mul(q["a"], q["b"], *encs)
+    else:
+        expected = golden.add_sub(q["a"], q["b"], *encs, subtract=op == "Sub")
     check(tmp_path, graph, feeds, {"y": expected}, f"wide{op}{const}{precision}")
 
 

@@ -53,10 +53,11 @@ struct BinaryState {
     int64_t split_one = 0;                // 2^t
     // Add/Sub of any other 8/16-bit operands (an LSTM's 16-bit gate sums): each term
     // requantize(v << L, M_k) as (v · mult + 2^(t−1−L)) >> (t − L) in int64 (exact when t > L: the
-    // 2^L divides out), the last requantization one branchless 128-bit product.
+    // 2^L divides out), the last requantization one branchless 128-bit product; Mul: va · vb
+    // (|va · vb| < 2^32) and the same last product.
     bool wide = false;
     Int64Requantize wide_first[2];
-    int32_t wide_t = 1;  // the last requantization's t, in [1, 126]
+    int32_t wide_mult = 0, wide_t = 1;  // the last requantization's, t in [1, 126]
 };
 
 // Rows at least this long take BinaryState::row_varying: 4 elements per table entry computed.
@@ -152,16 +153,20 @@ void prepare_const_terms(Node& n, BinaryState& s) {
     s.const_varying = v;
 }
 
-// BinaryState::wide: operands of at most 16 bits (|v| < 2^16, so |v · mult| < 2^47), each term's
-// t − L in [1, 62], the last t in [1, 126].
+// BinaryState::wide: operands of at most 16 bits (|v| < 2^16, so |v · mult| < 2^47), each Add/Sub
+// term's t − L in [1, 62], the last t in [1, 126].
+template <int Op>
 void prepare_wide(Node& n, BinaryState& s) {
     for (int k = 0; k < 2; ++k) {
         const int64_t t = 31 + static_cast<int64_t>(s.shift[k]) - s.left_shift;
-        if (n.in[k]->encoding.bitwidth > 16 || s.left_shift < 0 || t < 1 || t > 62) return;
-        s.wide_first[k] = Int64Requantize::of(s.mult[k], static_cast<int32_t>(t - 31));
+        if (n.in[k]->encoding.bitwidth > 16) return;
+        if (Op != 2 && (s.left_shift < 0 || t < 1 || t > 62)) return;
+        if (Op != 2) s.wide_first[k] = Int64Requantize::of(s.mult[k], static_cast<int32_t>(t - 31));
     }
-    const int64_t t = 31 + static_cast<int64_t>(s.shift[2]);
+    const int last = Op == 2 ? 0 : 2;
+    const int64_t t = 31 + static_cast<int64_t>(s.shift[last]);
     if (t < 1 || t > 126) return;
+    s.wide_mult = s.mult[last];
     s.wide_t = static_cast<int32_t>(t);
     s.wide = true;
 }
@@ -189,7 +194,7 @@ bool prepare_binary(Node& n, std::string& err) {
             break;
         }
     if (Op != 2 && !s.narrow && s.row_varying < 0) prepare_const_terms<Op>(n, s);
-    if (Op != 2 && !s.narrow && s.row_varying < 0 && s.const_varying < 0) prepare_wide(n, s);
+    if (!s.narrow && s.row_varying < 0 && s.const_varying < 0) prepare_wide<Op>(n, s);
     return true;
 }
 
@@ -284,9 +289,15 @@ template <int Op, class TA, class TB, class TY>
 void wide_row(const BinaryState& s, const TA* a, int64_t sa, const TB* b, int64_t sb, TY* y, int64_t n) {
     const __int128 round = static_cast<__int128>(1) << (s.wide_t - 1);
     for (int64_t i = 0; i < n; ++i) {
-        const int64_t ra = s.wide_first[0].apply(static_cast<int64_t>(a[i * sa]) - s.zp_a);  // (N4)
-        const int64_t rb = s.wide_first[1].apply(static_cast<int64_t>(b[i * sb]) - s.zp_b);
-        const __int128 prod = static_cast<__int128>(Op == 0 ? ra + rb : ra - rb) * s.mult[2];
+        const int64_t va = static_cast<int64_t>(a[i * sa]) - s.zp_a, vb = static_cast<int64_t>(b[i * sb]) - s.zp_b;
+        int64_t v;
+        if (Op == 2) {
+            v = va * vb;  // (N5)
+        } else {
+            const int64_t ra = s.wide_first[0].apply(va), rb = s.wide_first[1].apply(vb);  // (N4)
+            v = Op == 0 ? ra + rb : ra - rb;
+        }
+        const __int128 prod = static_cast<__int128>(v) * s.wide_mult;
         const int64_t q = static_cast<int64_t>((prod + round) >> s.wide_t) + s.zp_y;
         y[i] = static_cast<TY>(q < 0 ? 0 : (q > s.qmax ? s.qmax : q));
     }
@@ -374,7 +385,7 @@ void run_binary(Node& n, const ExecContext& ctx) {
                             return narrow_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1],
                                                   s.plan.inner_stride[1], y + row * s.plan.inner, s.plan.inner);
                     }
-                    if (Op != 2 && s.wide)
+                    if (s.wide)
                         return wide_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1], s.plan.inner_stride[1],
                                             y + row * s.plan.inner, s.plan.inner);
                     binary_row<Op>(s, a + off[0], s.plan.inner_stride[0], b + off[1], s.plan.inner_stride[1],
