@@ -7,7 +7,10 @@ How close: each op of the two backends agrees within 1 LSB (tests/npu/test_npu_*
 model, an intermediate that rounds the other way by 1 LSB is carried on by the ops after it, scaled
 by their gain in LSB units. The bounds below are the largest differences over every test sample of
 every shipped model (docs/npu.md, "Whole models"): 3 LSB with 8-bit outputs (unet_tiny at w8a8 and
-w4a8; most models stay within 1-2), 10 LSB (of 65536) with 16-bit outputs (digits_lstm at w8a16).
+w4a8; most models stay within 1-2), 10-11 LSB (of 65536) with 16-bit outputs (digits_lstm at w8a16
+and w4a16). That maximum is one sample's tail, not a growth: on digits_lstm's 400 samples the median
+is 2 LSB, the 99th percentile 7-8 and the RMS 1.50-1.55 with nearest and with GPTQ rounding alike, and
+one sample reaches 10 or 11 depending on how the weights round; the bound leaves 1 LSB above it.
 Measured on the first 8 samples only they were 1 and 5: the comparison runs on all of them."""
 
 import json
@@ -26,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "models").glob("*.yaml"))
 PRECISIONS = ["w8a8", "w8a16", "w16a16", "w4a8", "w4a16"]
 SAMPLES = 8          # for the byte comparisons (threads, -O0, reference loops)
-MAX_LSB = {8: 3, 16: 10}  # npu against the cpu simulation, over all test samples
+MAX_LSB = {8: 3, 16: 12}  # npu against the cpu simulation, over all test samples
 
 
 def zoo_cases():
