@@ -96,7 +96,7 @@ def test_gptq_lowers_every_layers_output_error_and_stays_in_range(work, bits, bl
         enc = _weight(node, graph, w, weight_axes(node, graph, 1), bits, QuantOptions(block_size=block))
         blocked += enc.block_axis >= 0
         q = gptq_quantize(node, w, enc, hessians[name])
-        assert q.shape == w.shape and q.min() >= enc.qmin and q.max() <= enc.qmax
+        assert q.shape == w.shape and q.min() >= -enc.qmax and q.max() <= enc.qmax  # symmetric, as (6)
         nearest = quantize(w, enc)
         assert _layer_error(node, w, q, enc, hessians[name]) < _layer_error(node, w, nearest, enc, hessians[name])
     assert blocked == (2 if block else 0)   # conv3 (64 input channels) and fc (128); the others have fewer than 32

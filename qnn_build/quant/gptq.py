@@ -177,13 +177,16 @@ def _as_matrix(node, values):
 
 
 def gptq_quantize(node, values: np.ndarray, enc: Encoding, hessians: list[np.ndarray]) -> np.ndarray:
-    """The weight's integers (int64, its shape) by (19)-(20); scales and encoding unchanged."""
+    """The weight's integers (int64, its shape) by (19)-(20); scales and encoding unchanged. They stay
+    in the symmetric range ±(2^(b−1) − 1) of (6), as nearest rounding's do: the error feedback can
+    push a weight past the channel's largest, and −2^(b−1) is a code HTP's symmetric weights lack."""
+    qmin = -enc.qmax if enc.is_signed else enc.qmin
     scales, _ = _broadcast_params(enc, values.shape)
     scales = np.broadcast_to(np.asarray(scales, np.float64), values.shape)
     w_mats, back = _as_matrix(node, np.asarray(values, np.float64))
     s_mats, _ = _as_matrix(node, scales)
     with _one_blas_thread():
-        q_mats = [_gptq_matrix(w, s, h, enc.qmin, enc.qmax) for w, s, h in zip(w_mats, s_mats, hessians)]
+        q_mats = [_gptq_matrix(w, s, h, qmin, enc.qmax) for w, s, h in zip(w_mats, s_mats, hessians)]
     return back(q_mats).astype(np.int64)
 
 
