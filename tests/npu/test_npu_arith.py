@@ -112,14 +112,14 @@ CONST_TERMS = [
 ]
 
 
-@pytest.mark.parametrize("op,a_shape,b_shape,const", BROADCAST_ROWS + CONST_TERMS)
-def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
+def check_binary(tmp_path, op, a_shape, b_shape, const, precision, tag):
+    """Add/Sub/Mul of a and b (`const`: which is a constant) against the golden model; the lib's tag."""
     rng = np.random.default_rng(len(a_shape) + len(op) + sum(b_shape))
     shapes = {"a": a_shape, "b": b_shape}
     inits = [(const, uniform(rng, shapes[const], -1.5, 1.5))] if const else []
     inputs = [(n, F, shapes[n]) for n in ("a", "b") if n != const]
     path = make_model(tmp_path, [helper.make_node(op, ["a", "b"], ["y"])], inputs, ["y"], inits)
-    graph = quantized(path, "w8a8", {"a": (-2.0, 3.0), "b": (-1.5, 1.5), "y": (-4.0, 6.0)}, rng=rng)
+    graph = quantized(path, precision, {"a": (-2.0, 3.0), "b": (-1.5, 1.5), "y": (-4.0, 6.0)}, rng=rng)
     feeds = {n: uniform(rng, shapes[n], -2.5, 3.5) for n in ("a", "b") if n != const}
     q = {n: graph.tensor(n).const.astype(np.int64) if n == const else q_in(graph, feeds, n) for n in ("a", "b")}
     encs = (enc_of(graph, "a"), enc_of(graph, "b"), enc_of(graph, "y"))
@@ -127,11 +127,16 @@ def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
         expected = golden.mul(q["a"], q["b"], *encs)
     else:
         expected = golden.add_sub(q["a"], q["b"], *encs, subtract=op == "Sub")
-    tag = f"rows{op}{const}{len(a_shape)}"
     check(tmp_path, graph, feeds, {"y": expected}, tag)
+    return tmp_path / tag / f"lib{tag}.so"
+
+
+@pytest.mark.parametrize("op,a_shape,b_shape,const", BROADCAST_ROWS + CONST_TERMS)
+def test_broadcast_rows(tmp_path, op, a_shape, b_shape, const):
+    lib = check_binary(tmp_path, op, a_shape, b_shape, const, "w8a8", f"rows{op}{const}{len(a_shape)}")
     if [op, a_shape, b_shape, const] in map(list, CONST_TERMS):  # the path taken: its constant's terms
-        ctx = Model(tmp_path / tag / f"lib{tag}.so", backend="npu").context_binary()
-        numel = int(np.prod(shapes[const]))
+        ctx = Model(lib, backend="npu").context_binary()
+        numel = int(np.prod(a_shape if const == "a" else b_shape))
         assert any(slot == 4 and size == 16 * numel for _, slot, _, size in prepared_entries(ctx))
 
 
@@ -150,20 +155,7 @@ WIDE_TERMS = [
 
 @pytest.mark.parametrize("op,a_shape,b_shape,const,precision", WIDE_TERMS)
 def test_wide_add_sub_mul(tmp_path, op, a_shape, b_shape, const, precision):
-    rng = np.random.default_rng(len(a_shape) + len(op) + sum(b_shape))
-    shapes = {"a": a_shape, "b": b_shape}
-    inits = [(const, uniform(rng, shapes[const], -1.5, 1.5))] if const else []
-    inputs = [(n, F, shapes[n]) for n in ("a", "b") if n != const]
-    path = make_model(tmp_path, [helper.make_node(op, ["a", "b"], ["y"])], inputs, ["y"], inits)
-    graph = quantized(path, precision, {"a": (-2.0, 3.0), "b": (-1.5, 1.5), "y": (-4.0, 6.0)}, rng=rng)
-    feeds = {n: uniform(rng, shapes[n], -2.5, 3.5) for n in ("a", "b") if n != const}
-    q = {n: graph.tensor(n).const.astype(np.int64) if n == const else q_in(graph, feeds, n) for n in ("a", "b")}
-    encs = (enc_of(graph, "a"), enc_of(graph, "b"), enc_of(graph, "y"))
-    if op == "Mul":
-        expected = golden.mul(q["a"], q["b"], *encs)
-    else:
-        expected = golden.add_sub(q["a"], q["b"], *encs, subtract=op == "Sub")
-    check(tmp_path, graph, feeds, {"y": expected}, f"wide{op}{const}{precision}")
+    check_binary(tmp_path, op, a_shape, b_shape, const, precision, f"wide{op}{const}{precision}")
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
