@@ -49,7 +49,6 @@ void transpose_tile(const uint8_t* const* src, uint8_t* dst, int64_t ds) {
 
 void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64_t cols, uint8_t* dst,
                      int64_t dst_stride) {
-    alignas(16) uint8_t in[16 * 16], out[16 * 16];
     const uint8_t* tile[16];
     for (int64_t r0 = 0; r0 < rows; r0 += 16) {
         const int64_t rn = std::min<int64_t>(16, rows - r0);
@@ -57,21 +56,15 @@ void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64
             const int64_t cn = std::min<int64_t>(16, cols - c0);
             const uint8_t* s = src + r0 * src_stride + c0;
             uint8_t* d = dst + c0 * dst_stride + r0;
-            // Rows past the last repeat it; columns past the last come from a copy in `in`: never a
-            // byte read or written outside, and an edge tile's bytes leave through `out`.
-            for (int r = 0; r < 16; ++r) tile[r] = s + std::min<int64_t>(r, rn - 1) * src_stride;
-            if (cn < 16) {
-                for (int64_t r = 0; r < rn; ++r)
-                    for (int64_t c = 0; c < cn; ++c) in[r * 16 + c] = tile[r][c];
-                for (int r = 0; r < 16; ++r) tile[r] = in + std::min<int64_t>(r, rn - 1) * 16;
-            }
             if (rn == 16 && cn == 16) {
+                for (int r = 0; r < 16; ++r) tile[r] = s + r * src_stride;
                 transpose_tile(tile, d, dst_stride);
                 continue;
             }
-            transpose_tile(tile, out, 16);
+            // An edge tile byte by byte: never a byte read or written outside, and cheaper than
+            // going through a whole tile for the few channels or pixels of a small map.
             for (int64_t c = 0; c < cn; ++c)
-                for (int64_t r = 0; r < rn; ++r) d[c * dst_stride + r] = out[c * 16 + r];
+                for (int64_t r = 0; r < rn; ++r) d[c * dst_stride + r] = s[r * src_stride + c];
         }
     }
 }
