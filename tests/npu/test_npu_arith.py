@@ -103,12 +103,14 @@ BROADCAST_ROWS = [
 
 # Add/Sub of an 8-bit activation and a 16-bit constant outside the row tables (a bias over heads
 # [1, 32, 8, 16] + [8, 16], a position embedding, a constant along a short row or across rows):
-# each term split at 2^t by code and by constant element (prepared arrays 3 and 4), the same bytes.
+# each term split at 2^t by code and by constant element (prepared arrays 3 and 4), the same bytes
+# (contiguous rows 8 elements a step on AVX-512).
 CONST_TERMS = [
     ("Add", [1, 32, 8, 16], [8, 16], "b"),
     ("Sub", [32, 128], [1, 32, 128], "a"),
     ("Sub", [2, 5, 7], [5, 1], "b"),
     ("Add", [3, 1], [3, 40], "a"),
+    ("Add", [2, 3, 21], [3, 21], "b"),  # AVX-512: 7 steps of 8 and a tail of 7
 ]
 
 

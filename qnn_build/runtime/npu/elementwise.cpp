@@ -51,6 +51,7 @@ struct BinaryState {
     int const_varying = -1;  // the activation's input index
     ArrayView<int64_t> split_x, split_c;  // {hi, lo} pairs
     int64_t split_one = 0;                // 2^t
+    bool const_avx512 = false;            // 8 elements a step on AVX-512, a uint8 output (core/isa.h)
     // Add/Sub of any other 8/16-bit operands (an LSTM's 16-bit gate sums): each term
     // requantize(v << L, M_k) as (v · mult + 2^(t−1−L)) >> (t − L) in int64 (exact when t > L: the
     // 2^L divides out), the last requantization one branchless 128-bit product; Mul: va · vb
@@ -151,6 +152,7 @@ void prepare_const_terms(Node& n, BinaryState& s) {
                 return;
     s.split_one = one;
     s.const_varying = v;
+    s.const_avx512 = QNNB_HAS_AVX512_PATHS && active_isa() == Isa::kAvx512Vnni && n.out[0]->dtype == QNNB_UINT8;
 }
 
 // BinaryState::wide: operands of at most 16 bits (|v| < 2^16, so |v · mult| < 2^47), each Add/Sub
@@ -315,6 +317,29 @@ void const_terms_row(const BinaryState& s, const uint8_t* x, int64_t sx, const i
     }
 }
 
+#if QNNB_HAS_AVX512_PATHS
+// const_terms_row on contiguous codes and terms and a uint8 output, 8 elements a step: the code's
+// {hi, lo} gathered, the constant's pairs split by a permute; the tail in the scalar loop.
+QNNB_ELEMENTWISE_AVX512 void const_terms_row_avx512(const BinaryState& s, const uint8_t* x, const int64_t* c,
+                                                    uint8_t* y, int64_t n) {
+    const long long* tx = reinterpret_cast<const long long*>(s.split_x.data());
+    const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512i one = _mm512_set1_epi64(s.split_one), zp_y = _mm512_set1_epi64(s.zp_y);
+    const __m512i zero = _mm512_setzero_si512(), qmax = _mm512_set1_epi64(s.qmax), carry = _mm512_set1_epi64(1);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m512i at = _mm512_slli_epi64(_mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i))), 1);
+        const __m512i hi_x = _mm512_i64gather_epi64(at, tx, 8), lo_x = _mm512_i64gather_epi64(at, tx + 1, 8);
+        const __m512i c0 = _mm512_loadu_si512(c + 2 * i), c1 = _mm512_loadu_si512(c + 2 * i + 8);
+        const __m512i hi_c = _mm512_permutex2var_epi64(c0, even, c1), lo_c = _mm512_permutex2var_epi64(c0, odd, c1);
+        __m512i q = _mm512_add_epi64(_mm512_add_epi64(hi_x, hi_c), zp_y);
+        q = _mm512_mask_add_epi64(q, _mm512_cmpge_epi64_mask(_mm512_add_epi64(lo_x, lo_c), one), q, carry);
+        _mm512_mask_cvtepi64_storeu_epi8(y + i, 0xFF, _mm512_min_epi64(_mm512_max_epi64(q, zero), qmax));
+    }
+    const_terms_row(s, x + i, 1, c + 2 * i, 1, y + i, n - i);
+}
+#endif
+
 // One row of BinaryState::row_varying: a has the codes along the row when row_varying is 0 (b one
 // value), b otherwise.
 template <int Op, class TA, class TB, class TY>
@@ -348,6 +373,12 @@ void run_const_terms(Node& n, const BinaryState& s, const ExecContext& ctx) {
             s.plan.offsets(row, off);
             const int64_t sx = s.plan.inner_stride[v], sc = s.plan.inner_stride[1 - v];
             TY* py = y + row * s.plan.inner;
+#if QNNB_HAS_AVX512_PATHS
+            if constexpr (std::is_same_v<TY, uint8_t>) {
+                if (s.const_avx512 && sx == 1 && sc == 1)
+                    return const_terms_row_avx512(s, x + off[v], s.split_c.data() + 2 * off[1 - v], py, s.plan.inner);
+            }
+#endif
             const_terms_row(s, x + off[v], sx, s.split_c.data() + 2 * off[1 - v], sc, py, s.plan.inner);
         });
     });
