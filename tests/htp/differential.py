@@ -42,7 +42,8 @@ from qnn_build.toolchain import build_model_lib
 from tests.npu.harness import make_model
 
 SOC = "x-elite"
-INDEX_OPS = {"ArgMax", "ArgMin"}  # int64 outputs: compared as they are
+# The int64 index outputs, by position, compared as they are: ArgMax/ArgMin's one, TopK's second.
+INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
 DEFAULT_RANGE = (-4.0, 4.0)
 
 
@@ -136,7 +137,7 @@ def graph_of(cases: list[Case], work: Path) -> Path:
             n.output[:] = [rename(x) for x in n.output]
             nodes.append(n)
         inputs += [(rename(k), onnx.TensorProto.FLOAT, list(shape)) for k, (shape, _) in case.inputs.items()]
-        int_out = {o for n in case.nodes if n.op_type in INDEX_OPS for o in n.output}
+        int_out = {n.output[i] for n in case.nodes for i in INDEX_OUTPUTS.get(n.op_type, ())}
         outputs += [(rename(k), onnx.TensorProto.INT64 if k in int_out else onnx.TensorProto.FLOAT)
                     for k in case.outputs]
         inits += [(rename(k), v) for k, v in case.inits.items()]

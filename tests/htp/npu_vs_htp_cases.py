@@ -176,6 +176,8 @@ def pool_cases():
         pool("ReduceSum", "last_axis", (-8, 8), ins=("x", "a"), inits={"a": np.array([3], np.int64)}),
         Case("ArgMax", "axis3", [node("ArgMax", ["x"], ["y"], axis=3)], x, {"y": None}),
         Case("ArgMin", "axis1", [node("ArgMin", ["x"], ["y"], axis=1)], x, {"y": None}),
+        Case("TopK", "k5_last_axis", [node("TopK", ["x", "k"], ["v", "i"], axis=-1)], {"x": ([4, 64], (-2, 2))},
+             {"v": None, "i": None}, inits={"k": np.array([5], np.int64)}),
     ]
 
 
