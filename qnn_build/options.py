@@ -151,14 +151,12 @@ def numbers(text: str):
 QUANTIZATION = [
     Option("act_range", "activation range algorithm (search: each range scored by the output error on the "
            "calibration samples; auto: the fixed method that scores best)",
-           choices=("minmax", "percentile", "mse", "search", "auto"), default="minmax", spec_key="act_range"),
+           choices=("minmax", "percentile", "mse", "search", "auto"), default="auto", spec_key="act_range"),
     Option("weight_range", "weight range algorithm", choices=("minmax", "mse"), default="minmax",
            spec_key="weight_range"),
     Option("weight_rounding", "nearest, gptq: error feedback over the calibration inputs of each layer "
            "(docs/quantization.md (17)-(20)), or auto: gptq where calibration samples are given",
-           choices=("nearest", "gptq", "auto"), default="nearest",
-           spec_key="weight_rounding",  # written only when set: the configs of other specs stay as they were
-           relevant=lambda q, p: q["weight_rounding"] != "nearest"),
+           choices=("nearest", "gptq", "auto"), default="auto", spec_key="weight_rounding"),
     Option("fast", "plain minmax ranges and nearest rounding where act_range or weight_rounding is auto "
            "(nothing scored, no GPTQ)", kind="switch", default=False, spec_key="fast",
            relevant=lambda q, p: q["fast"]),

@@ -59,7 +59,7 @@ def test_valid_spec_loads_with_canonical_names_and_defaults(project):
     assert spec.inputs == {"image": {"shape": [1, 1, 8, 8], "value": None},
                            "scale": {"shape": [1], "value": 0.5}}
     assert spec.outputs == ["logits"]
-    assert spec.quantization["act_range"] == "minmax"  # from configs/precisions.yaml
+    assert spec.quantization["act_range"] == "auto"  # qnn-build's default (configs/precisions.yaml sets none)
     assert spec.quantization["block_size"] == 32  # from the spec
     thresholds = spec.test["thresholds"]
     assert thresholds["fp32"] == {"sqnr_db": 60, "rel_err": 1e-4, "cosine": 0.99}
@@ -80,8 +80,8 @@ def test_valid_spec_resolves_to_relative_step_configs(project):
     assert w8a8["calibration"] == "models/digits_cnn/calibration.npz"
     # convert's own option names, so `qnn-build convert --config` reads the file as it is
     assert {k: v for k, v in w8a8.items() if k not in resolved.convert["fp32"]} == {
-        "calibration": "models/digits_cnn/calibration.npz", "act_range": "minmax", "bias_correction": False,
-        "cle": False, "per_tensor": False, "recurrent_bits": 16, "weight_range": "minmax"}  # no block_size: not 4-bit
+        "calibration": "models/digits_cnn/calibration.npz", "act_range": "auto", "bias_correction": False,
+        "cle": False, "per_tensor": False, "recurrent_bits": 16, "weight_range": "minmax", "weight_rounding": "auto"}  # no block_size: not 4-bit
     assert resolved.convert["w4a16"]["block_size"] == 32
     assert resolved.model_lib["x86_64-linux"]["target"]["shared_lib"] == "lib{name}.so"
     assert resolved.test[("w8a8", "cpu")] == {"data": "models/digits_cnn/test.npz", "labels": "labels",
