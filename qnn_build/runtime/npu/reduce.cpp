@@ -121,13 +121,20 @@ struct ArgState {
     bool last = false;
 };
 
-bool prepare_arg(Node& n, std::string& err) {
-    if (!check_int_operand(n.input(0), err)) return false;
+// ArgMax, ArgMin and TopK compare the codes of one 8- or 16-bit activation.
+const Tensor* activation_input(Node& n, std::string& err) {
+    if (!check_int_operand(n.input(0), err)) return nullptr;
     const Tensor* x = n.in[0];
     if (x->is_const() || (x->dtype != QNNB_UINT8 && x->dtype != QNNB_UINT16)) {
         err = "input must be an 8- or 16-bit activation";
-        return false;
+        return nullptr;
     }
+    return x;
+}
+
+bool prepare_arg(Node& n, std::string& err) {
+    const Tensor* x = activation_input(n, err);
+    if (!x) return false;
     if (!n.output(0) || n.out[0]->dtype != QNNB_INT64) {
         err = "output must be int64";
         return false;
@@ -181,12 +188,8 @@ void run_arg(Node& n, const ExecContext& ctx) {
 // ---- TopK: the k largest (smallest) codes, sorted (N26a) -------------------------------------
 
 bool prepare_topk(Node& n, std::string& err) {
-    if (!check_int_operand(n.input(0), err)) return false;
-    const Tensor* x = n.in[0];
-    if (x->is_const() || (x->dtype != QNNB_UINT8 && x->dtype != QNNB_UINT16)) {
-        err = "input must be an 8- or 16-bit activation";
-        return false;
-    }
+    const Tensor* x = activation_input(n, err);
+    if (!x) return false;
     if (n.out.size() != 2 || (n.out[1] && n.out[1]->dtype != QNNB_INT64)) {
         err = "outputs must be the values and int64 indices";
         return false;
