@@ -196,8 +196,12 @@ def interleaved_medians(runners: dict, rounds: int, warmup: int = 3, clock=time.
     runner left cold, so the order of the rotation would decide which runner looks faster."""
     reps = {}
     for n, fn in runners.items():
-        t0 = time.perf_counter()
         for _ in range(warmup):
+            fn()
+        # Timed after the warm-up: a first call that prepares or fills caches would otherwise set
+        # a low repeat count, and single cold calls would be the samples.
+        t0 = time.perf_counter()
+        for _ in range(max(warmup, 1)):
             fn()
         per_call = (time.perf_counter() - t0) / max(warmup, 1)
         reps[n] = max(1, min(1000, math.ceil(min_sample / per_call))) if per_call > 0 else 1000
