@@ -37,7 +37,7 @@ def test_a_deliberate_cycle_is_refused(tmp_path):
 
 def test_the_steps_that_load_a_library_do_not_import_onnx():
     """net-run, test and context-binary load a library or a context and never read an ONNX file:
-    importing onnx would cost each such step about a CPU-second (runtime/dtypes.py)."""
+    importing onnx would cost each such step about a CPU-second (data/dtypes.py)."""
     code = ("import sys, qnn_build.cli, qnn_build.backends, qnn_build.runtime.netrun, qnn_build.report.testrun, "
             "qnn_build.runtime.ctx_info; print(sorted(m for m in sys.modules if m.split('.')[0] == 'onnx'))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

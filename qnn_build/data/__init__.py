@@ -7,4 +7,5 @@ tensors. Formats only: nothing here builds or runs a model.
     input_list   qnn-net-run input lists and raw files
     model_io     IOInfo, NodeInfo: a loaded model's inputs, outputs and schedule, on any backend
     json_file    a JSON object from a file the user names, its problems as one line
+    dtypes       the runtime's dtype codes as numpy dtypes and qnnb.h names
 """

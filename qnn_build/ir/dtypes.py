@@ -3,11 +3,9 @@ model.cpp names each, and how model.json spells it."""
 
 import numpy as np
 
-DTYPE_ENUM = {
-    np.dtype(np.float32): "QNNB_FLOAT32", np.dtype(np.uint8): "QNNB_UINT8", np.dtype(np.int8): "QNNB_INT8",
-    np.dtype(np.uint16): "QNNB_UINT16", np.dtype(np.int16): "QNNB_INT16", np.dtype(np.int32): "QNNB_INT32",
-    np.dtype(np.int64): "QNNB_INT64", np.dtype(np.bool_): "QNNB_BOOL", np.dtype(np.float16): "QNNB_FLOAT16",
-}
+from ..data.dtypes import RUNTIME_DTYPES
+
+DTYPE_ENUM = {dtype: name for dtype, name in RUNTIME_DTYPES.values()}
 
 
 def supported_dtype(dtype) -> bool:

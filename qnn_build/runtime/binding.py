@@ -14,7 +14,7 @@ from ..errors import QnnBuildError, RuntimeFailure, missing_file
 from ..options import parse_precision
 from ..toolchain import build_runtime
 from ..toolchain.targets import check_binary_for, host_target
-from .dtypes import numpy_dtype
+from ..data.dtypes import numpy_dtype
 from .reencode import Reencoded
 from .stats import stats
 

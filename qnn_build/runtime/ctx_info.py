@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 
 from ..errors import QnnBuildError
-from .dtypes import numpy_dtype
+from ..data.dtypes import numpy_dtype
 
 MAGIC = b"QNNBCTX\0"
 HEADER_BYTES = 256
