@@ -288,12 +288,8 @@ void run_vnni(Node& n, ConvState& s, const ExecContext& ctx) {
             uint8_t* row = pixels + at * s.pixel;
             if (s.folded) return (void)std::memcpy(row, xb + (id * g.in[1] + ih) * g.in[2] * 4, static_cast<size_t>(g.in[2] * 4));
             const uint8_t* src = xb + (id * g.in[1] + ih) * g.in[2];
-            for (int64_t grp = 0; grp < g.group; ++grp) {
-                transpose_bytes(src + grp * cg * g.in_plane(), g.in_plane(), cg, g.in[2], row + grp * s.cg4, s.pixel);
-                if (s.cg4 > cg)
-                    for (int64_t iw = 0; iw < g.in[2]; ++iw)
-                        std::memset(row + iw * s.pixel + grp * s.cg4 + cg, zp, static_cast<size_t>(s.cg4 - cg));
-            }
+            for (int64_t grp = 0; grp < g.group; ++grp)
+                stage_pixels(src + grp * cg * g.in_plane(), g.in_plane(), cg, g.in[2], row + grp * s.cg4, s.pixel, s.cg4, zp);
         });
         TY* yb = y + b * g.out_ch * plane;
         parallel_for(ctx, g.group * chunks, [&](int64_t task) {

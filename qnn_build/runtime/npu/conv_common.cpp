@@ -69,6 +69,14 @@ void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64
     }
 }
 
+void stage_pixels(const uint8_t* src, int64_t plane_stride, int64_t channels, int64_t width, uint8_t* dst,
+                  int64_t pixel, int64_t padded, uint8_t zp) {
+    transpose_bytes(src, plane_stride, channels, width, dst, pixel);
+    if (padded > channels)
+        for (int64_t iw = 0; iw < width; ++iw)
+            std::memset(dst + iw * pixel + channels, zp, static_cast<size_t>(padded - channels));
+}
+
 bool read_channel_params(const Node& n, int64_t channels, const Tensor* weight, const Tensor* bias,
                          ChannelParams& p, std::string& err) {
     const std::string refuse = n.params.s("npu_refuse");

@@ -79,6 +79,11 @@ bool force_reference();
 void transpose_bytes(const uint8_t* src, int64_t src_stride, int64_t rows, int64_t cols, uint8_t* dst,
                      int64_t dst_stride);
 
+// One input row of `channels` planes (plane_stride apart, `width` codes each) as pixels `pixel` bytes
+// apart, each its channels' codes then zp up to `padded` channels: the conv fast paths' staged input.
+void stage_pixels(const uint8_t* src, int64_t plane_stride, int64_t channels, int64_t width, uint8_t* dst,
+                  int64_t pixel, int64_t padded, uint8_t zp);
+
 // ---- the block kernel (N15), named after the VNNI instruction it was written for -----------------
 // acc[r][c] = sum_t sum_k x_r[tap_off[t] + k] * w[c][t][k] for 6 rows r and up to 64 channels c of
 // one channel block: x unsigned bytes (K padded to a multiple of 4 per tap), w signed bytes packed

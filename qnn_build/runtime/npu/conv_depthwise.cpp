@@ -4,7 +4,6 @@
 #include "conv_depthwise.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "../core/parallel.h"
 
@@ -42,9 +41,7 @@ void run_typed(const DepthwiseConv& dw, uint8_t* xs, const uint8_t* x, TY* y, co
         parallel_for(ctx, g.in[0] * g.in[1], [&](int64_t r) {
             const int64_t id = r / g.in[1], ih = r % g.in[1];
             uint8_t* row = xs + (((id + g.pad_lo[0]) * dw.pd[1] + ih + g.pad_lo[1]) * dw.pd[2] + g.pad_lo[2]) * dw.pix;
-            transpose_bytes(xb + (id * g.in[1] + ih) * g.in[2], in_plane, ch, g.in[2], row, dw.pix);
-            if (dw.pix > ch)
-                for (int64_t iw = 0; iw < g.in[2]; ++iw) std::memset(row + iw * dw.pix + ch, zp, static_cast<size_t>(dw.pix - ch));
+            stage_pixels(xb + (id * g.in[1] + ih) * g.in[2], in_plane, ch, g.in[2], row, dw.pix, dw.pix, zp);
         });
         TY* yb = y + b * ch * plane;
         parallel_for(ctx, cblocks * chunks, [&](int64_t task) {
