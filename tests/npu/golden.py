@@ -9,8 +9,8 @@ take `onnx_attrs(node)`, which drops them. A rule change of the npu is a change 
 of these modules, in one place each.
 
 This module: (N1)-(N3) the requantization primitive, (N4) Add/Sub, (N5) Mul, (N6)/(N7) lookup
-tables. golden_conv.py: (N10)-(N14); golden_movement.py: (N20)-(N23); golden_pool.py: (N24)-(N26);
-golden_norm.py: (N27)-(N29); golden_arith.py: (N30)-(N33)."""
+tables, (N7b) step tables. golden_conv.py: (N10)-(N14); golden_movement.py: (N20)-(N23);
+golden_pool.py: (N24)-(N26); golden_norm.py: (N27)-(N29); golden_arith.py: (N30)-(N33)."""
 
 import math
 
@@ -115,14 +115,21 @@ def unary_function(op: str, attrs: dict):
         "Sqrt": lambda x: np.sqrt(np.maximum(x, 0.0)),  # a negative input (below the range's zero) is 0
         "Neg": np.negative,
         "Abs": np.abs,
+        "Sin": np.sin,
+        "Cos": np.cos,
+        "Softsign": lambda x: x / (1.0 + np.abs(x)),
+        "Mish": lambda x: x * np.tanh(np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)),
+        "Selu": lambda x: float(a.get("gamma", 1.05070102214813232421875)) *
+        np.where(x > 0, x, float(a.get("alpha", 1.67326319217681884765625)) * np.expm1(x)),
+        "Celu": lambda x: np.maximum(x, 0.0) + np.minimum(0.0, alpha * np.expm1(x / alpha)),
     }[op]
 
 
-EXACT_16BIT = ("Sqrt",)  # (N7a)
+EXACT_16BIT = ("Sqrt", "Sin", "Cos", "Selu")  # (N7a)
 
 
 def lut_table(op, attrs, ex, ey, exact=None) -> np.ndarray:
-    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of Sqrt: T[q] for
+    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of EXACT_16BIT: T[q] for
     q = 0..65535; (N7) for other 16-bit inputs: the 1025 knots at every 64th code, unclamped (the
     last at code 65536). `exact` overrides whether a 16-bit input gets (N7a)."""
     f = unary_function(op, attrs)
@@ -149,6 +156,26 @@ def lut(x, ex, ey, op, attrs, exact=None):
     if len(table) != 1025:
         return table[q]
     return np.clip(interpolate(table, q), 0, qmax(ey))
+
+
+def step_function(op: str, attrs: dict, divisor=None):
+    """The float32 function of a step op (N7b), exactly as the cpu kernels compute it; Mod by
+    `divisor` (its dequantized float32 value), with the sign of the divisor (fmod=0) or the dividend."""
+    a = check_attrs(attrs)
+    if op == "Mod":
+        d = np.float32(divisor)
+
+        def mod(x):
+            r = np.fmod(x, d)
+            return r if int(a.get("fmod", 0)) else np.where((r != 0) & ((r < 0) != (d < 0)), r + d, r)
+        return mod
+    return {"Floor": np.floor, "Ceil": np.ceil, "Round": np.rint, "Sign": np.sign}[op]
+
+
+def step_table(op, attrs, ex, ey, divisor=None) -> np.ndarray:
+    """(N7b): T[q] = (2)(f((1)(q))) in float32 for every code q of the input, 8 or 16 bits."""
+    x = dequantize(np.arange(qmax(ex) + 1), ex)
+    return quantize_input(step_function(op, attrs, divisor)(x).astype(np.float32), ey)
 
 
 def quantize_input(x, enc):

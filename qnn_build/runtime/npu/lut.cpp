@@ -1,8 +1,9 @@
 // Unary ops as lookup tables built at convert time: docs/npu.md (N6) exact for 8-bit inputs, (N7)
-// integer interpolation for 16-bit inputs, or (N7a) an exact table of every 16-bit code.
+// integer interpolation for 16-bit inputs, or (N7a)/(N7b) an exact table of every 16-bit code.
 #include "../core/parallel.h"
 #include "code_table.h"
 #include "npu.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
@@ -18,10 +19,15 @@ struct LutState {
 };
 
 bool prepare_lut(Node& n, std::string& err) {
+    if (refused(n, err)) return false;  // Mod by a divisor that is no constant
     if (!check_int_operand(n.input(0), err) || !check_int_output(n.output(0), err)) return false;
     Tensor* x = n.in[0];
     if (x->dtype != QNNB_UINT8 && x->dtype != QNNB_UINT16) {
         err = "input must be an 8- or 16-bit activation";
+        return false;
+    }
+    if (x->numel() != n.out[0]->numel()) {  // Mod's constant divisor must not broadcast the input
+        err = "input and output sizes differ";
         return false;
     }
     auto& s = n.make_state<LutState>();
@@ -69,14 +75,18 @@ void run_lut(Node& n, const ExecContext& ctx) {
 
 }  // namespace
 
-// Every unary op the converter tabulates runs on the same kernel.
+// Every unary op the converter tabulates runs on the same kernel (Mod: by a constant divisor).
 const Kernel kLutKernels[] = {
     {"Relu", prepare_lut, run_lut},       {"LeakyRelu", prepare_lut, run_lut}, {"Elu", prepare_lut, run_lut},
     {"Clip", prepare_lut, run_lut},       {"Sigmoid", prepare_lut, run_lut},   {"HardSigmoid", prepare_lut, run_lut},
     {"HardSwish", prepare_lut, run_lut},  {"Tanh", prepare_lut, run_lut},      {"Erf", prepare_lut, run_lut},
     {"Gelu", prepare_lut, run_lut},       {"Softplus", prepare_lut, run_lut},  {"Sqrt", prepare_lut, run_lut},
     {"Exp", prepare_lut, run_lut},        {"Log", prepare_lut, run_lut},       {"Neg", prepare_lut, run_lut},
-    {"Abs", prepare_lut, run_lut},        {"Reciprocal", prepare_lut, run_lut},
+    {"Abs", prepare_lut, run_lut},        {"Reciprocal", prepare_lut, run_lut},  {"Sin", prepare_lut, run_lut},
+    {"Cos", prepare_lut, run_lut},        {"Softsign", prepare_lut, run_lut},  {"Mish", prepare_lut, run_lut},
+    {"Selu", prepare_lut, run_lut},       {"Celu", prepare_lut, run_lut},      {"Floor", prepare_lut, run_lut},
+    {"Ceil", prepare_lut, run_lut},       {"Round", prepare_lut, run_lut},     {"Sign", prepare_lut, run_lut},
+    {"Mod", prepare_lut, run_lut},
 };
 
 extern const KernelTable kNpuLutKernels = {kLutKernels, sizeof(kLutKernels) / sizeof(kLutKernels[0])};
