@@ -59,3 +59,27 @@ def test_folded_chains_give_the_unfolded_bytes(tmp_path, threads):
     ops = {n.name: n.op for n in folded.nodes()}
     # The HardSwish chain's Add, Clip and the SiLU's Mul(x, c), Sigmoid are folded into the last Mul.
     assert sum(ops[n] in ("Add", "Clip", "Sigmoid") for n in skipped) >= 3, skipped
+
+
+def test_step_and_trig_tables_fold(tmp_path):
+    """Every lookup-table op joins chains (docs/npu.md (N16)), the steps (N7b) too: Round(Sin(2.5 x))
+    · 2 and Mod(Floor(x), 3) are one table each, with the unfolded bytes."""
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]), helper.make_node("Sin", ["a"], ["b"]),
+             helper.make_node("Round", ["b"], ["c"]), helper.make_node("Mul", ["c", "two"], ["y"]),
+             helper.make_node("Floor", ["x"], ["f"]), helper.make_node("Mod", ["f", "three"], ["z"])]
+    inits = [("k", np.array(2.5, np.float32)), ("two", np.array(2.0, np.float32)), ("three", np.array(3.0, np.float32))]
+    path = make_model(tmp_path, nodes, [("x", F, [4, 300])], ["y", "z"], inits)
+    graph = quantized(path, "w8a8", {"x": (-3.0, 3.0), "a": (-7.5, 7.5), "b": (-1.0, 1.0), "c": (-1.0, 1.0),
+                                     "y": (-2.0, 2.0), "f": (-3.0, 3.0), "z": (0.0, 3.0)})
+    lib = build_lib(graph, tmp_path, "stepchain")
+    feeds = {"x": uniform(np.random.default_rng(2), [4, 300], -3, 3)}
+    node_by_node, folded = Model(lib, backend="npu", keep_tensors=True), Model(lib, backend="npu")
+    for m in (node_by_node, folded):
+        m.set_native_io(False, True)
+    want, got = node_by_node.run(feeds), folded.run(feeds)
+    for name in ("y", "z"):
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    folded.set_profiling("detailed")
+    folded.run(feeds)
+    skipped = {n.op for n, t in zip(folded.nodes(), folded.node_times_us()) if t == 0}
+    assert {"Sin", "Round", "Floor"} <= skipped, skipped

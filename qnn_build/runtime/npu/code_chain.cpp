@@ -19,13 +19,16 @@
 
 namespace qnnb {
 namespace npu {
+extern const KernelTable kNpuLutKernels;  // lut.cpp: every lookup-table op
+
 namespace {
 
 bool elementwise_op(const std::string& op) {
-    static const std::set<std::string> ops = {
-        "Add", "Sub", "Mul", "Div", "Min", "Max", "Pow", "Relu", "LeakyRelu", "Elu", "Clip", "Sigmoid",
-        "HardSigmoid", "HardSwish", "Tanh", "Erf", "Gelu", "Softplus", "Sqrt", "Exp", "Log", "Neg", "Abs",
-        "Reciprocal"};
+    static const std::set<std::string> ops = [] {
+        std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Min", "Max", "Pow"};
+        for (size_t i = 0; i < kNpuLutKernels.count; ++i) s.insert(kNpuLutKernels.kernels[i].op);
+        return s;
+    }();
     return ops.count(op) != 0;
 }
 
