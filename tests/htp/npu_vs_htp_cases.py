@@ -32,12 +32,16 @@ UNARY = {
     "Erf": ((-3, 3), (-1, 1)), "Elu": ((-4, 4), (-1, 4)), "LeakyRelu": ((-4, 4), (-0.04, 4)),
     "Softplus": ((-4, 4), (0, 4.02)), "Abs": ((-4, 4), (0, 4)), "Neg": ((-4, 4), (-4, 4)),
     "Gelu": ((-4, 4), (-0.17, 4)), "Clip": ((-4, 4), (-1, 2)),
+    # the table ops of docs/npu.md (N7a), (N7b)
+    "Sin": ((-4, 4), (-1, 1)), "Cos": ((-4, 4), (-1, 1)), "Softsign": ((-4, 4), (-0.8, 0.8)),
+    "Mish": ((-4, 4), (-0.31, 4)), "Selu": ((-4, 4), (-1.76, 4.2)), "Celu": ((-4, 4), (-1, 4)),
+    "Floor": ((-4, 4), (-4, 3)), "Ceil": ((-4, 4), (-3, 4)), "Round": ((-4, 4), (-4, 4)), "Sign": ((-4, 4), (-1, 1)),
 }
 
 
 def unary_cases(op):
     (lo, hi), (olo, ohi) = UNARY[op]
-    extra, opset = {}, 20 if op == "Gelu" else 17
+    extra, opset = {}, {"Gelu": 20, "Mish": 18}.get(op, 17)
     ins = ["x"]
     if op == "Clip":
         extra = {"min": np.float32(-1), "max": np.float32(2)}
@@ -208,6 +212,9 @@ def other_cases():
              inits={"e": np.float32(0.5)}),
         Case("Where", "select", [node("Where", ["c", "a", "b"], ["y"])], a, {"y": (-2, 2)},
              inits={"c": RNG.random((1, 8, 4, 4)) < 0.5}),
+        # fmod=1: the HTP takes fmod=0 only, which onnxruntime's CPU (the exact value) refuses for floats
+        Case("Mod", "fmod_constant", [node("Mod", ["x", "d"], ["y"], fmod=1)], {"x": ([1, 4096], (-4, 4))},
+             {"y": (-1.5, 1.5)}, inits={"d": np.float32(1.5)}),
         # Small multi-op graphs: the ops as models chain them.
         Case("conv+relu", "pad1", [node("Conv", ["x", "w", "b"], ["t"], pads=[1, 1, 1, 1]), node("Relu", ["t"], ["y"])],
              {"x": ([1, 8, 8, 8], (0, 4))}, {"y": (0, 6)}, inits={"w": weights(16, 8, 3, 3), "b": weights(16)},
