@@ -135,3 +135,12 @@ def test_converted_without_fp16_nodes(tmp_path):
     for _ in range(3):
         feeds = {"x": rng.uniform(-2, 2, (4, 16)).astype(np.float32)}
         np.testing.assert_allclose(npu.run(feeds)["y"], cpu.run(feeds)["y"], rtol=0, atol=1.01 * scale)
+
+
+def test_round_is_half_to_even(tmp_path):
+    """ONNX Round: halves go to the even integer (-2.5 -> -2, 0.5 -> 0, 1.5 -> 2), on the npu too."""
+    path = make_model(tmp_path, [helper.make_node("Round", ["x"], ["y"])], [("x", F, [8])], ["y"])
+    lib = build_lib(quantized(path, "w8a16", {"x": (-2.56, 2.54), "y": (-3.0, 3.0)}), tmp_path, "roundeven")
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.48, -1.52], np.float32)  # on codes (scale 0.02)
+    y = Model(lib, backend="npu").run({"x": x})["y"]
+    np.testing.assert_allclose(y, [-2, -2, 0, 0, 2, 2, 0, -2], atol=1e-3)
