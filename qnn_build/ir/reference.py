@@ -10,6 +10,10 @@ does; a training-mode node is not evaluated.
 GatherElements: onnx's reference gathers with numpy.choose, which takes at most 64 choices, so it
 fails on any axis longer than 64 (a detector's TopK of anchors gathers from thousands); here it is
 numpy.take_along_axis, negative indices counted from the end as the spec says.
+
+GRU: onnx's reference ignores sequence_lens, so a padded batch (PyTorch's pack_padded_sequence
+exports it) ran its padding through the recurrence. Here each batch entry runs its own length: the
+outputs past it are 0 and the last state is its last step's (the reverse direction starts there).
 """
 
 import numpy as np
@@ -17,6 +21,7 @@ import onnx
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_gru import GRU as OnnxGRU
 
 
 class BatchNormalization(OpRun):
@@ -37,7 +42,32 @@ class GatherElements(OpRun):
         return (np.take_along_axis(data, indices.astype(np.int64), axis=axis),)
 
 
-CORRECTED_OPS = [BatchNormalization, GatherElements]
+class GRU(OnnxGRU):
+    op_domain = ""
+
+    def _run(self, X, W, R, B=None, sequence_lens=None, initial_h=None, layout=None, **attrs):
+        steps = X.shape[1 if layout == 1 else 0]
+        if sequence_lens is None or np.all(sequence_lens == steps):
+            return super()._run(X, W, R, B, None, initial_h, layout=layout, **attrs)
+        if layout == 1:
+            raise NotImplementedError("GRU with sequence_lens in layout 1")
+        directions, hidden = W.shape[0], R.shape[-1]
+        Y = np.zeros((steps, directions, X.shape[1], hidden), X.dtype)
+        Y_h = np.zeros((directions, X.shape[1], hidden), X.dtype) if initial_h is None else initial_h.copy()
+        for b, n in enumerate(int(n) for n in sequence_lens):
+            if n == 0:
+                continue
+            h0 = None if initial_h is None else initial_h[:, b:b + 1]
+            # The last state: Y's last valid step forwards, its first backwards.
+            y = super()._run(X[:n, b:b + 1], W, R, B, None, h0, layout=layout, **attrs)[0]
+            Y[:n, :, b:b + 1] = y
+            for d in range(directions):
+                backwards = d == 1 or self.direction == "reverse"
+                Y_h[d, b] = y[0 if backwards else n - 1, d, 0]
+        return (Y,) if self.n_outputs == 1 else (Y, Y_h)
+
+
+CORRECTED_OPS = [BatchNormalization, GatherElements, GRU]
 
 
 def evaluator(model: onnx.ModelProto) -> ReferenceEvaluator:
