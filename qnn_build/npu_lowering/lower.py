@@ -7,12 +7,13 @@ import numpy as np
 from ..ir.graph import Graph
 from . import elementwise, lut
 from . import conv
-from . import arith, movement, norm, pool
+from . import arith, compare, movement, norm, pool
 from .common import is_integer_node
 
 FAMILIES = [elementwise, lut]
 FAMILIES += [conv]  # docs/npu.md (N10)-(N15)
 FAMILIES += [movement, pool, norm, arith]  # docs/npu.md (N20)-(N33)
+FAMILIES += [compare]  # (N35)
 
 RULES = {}
 for _family in FAMILIES:
@@ -27,7 +28,7 @@ def add_npu_params(graph: Graph) -> None:
         rule = RULES.get(node.op_type)
         # Integer inputs without an encoding (Gather's indices, Where's condition) need none.
         # An fp16 input (kept at higher precision by an override) has no integer form to rescale.
-        if rule is not None and is_integer_node(node, graph) and all(
+        if rule is not None and (is_integer_node(node, graph) or compare.reads_codes(node, graph)) and all(
                 (graph.tensor(n).encoding is not None and not graph.tensor(n).encoding.is_float)
                 or graph.tensor(n).dtype != np.float32
                 for n in node.inputs if n):

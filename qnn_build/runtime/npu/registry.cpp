@@ -21,6 +21,7 @@ extern const KernelTable kNpuPoolKernels;      // (N24)-(N25)
 extern const KernelTable kNpuReduceKernels;    // (N24)-(N26)
 extern const KernelTable kNpuNormKernels;      // (N27)-(N29)
 extern const KernelTable kNpuArithKernels;     // (N30)-(N33)
+extern const KernelTable kNpuCompareKernels;   // (N35)
 }  // namespace npu
 
 static const KernelTable* const kNpuFamilies[] = {
@@ -35,6 +36,7 @@ static const KernelTable* const kNpuFamilies[] = {
     &npu::kNpuReduceKernels,
     &npu::kNpuNormKernels,
     &npu::kNpuArithKernels,
+    &npu::kNpuCompareKernels,
 };
 
 static const std::unordered_set<std::string> kByteMovers = {
@@ -69,8 +71,11 @@ const Kernel* npu_find_kernel(const Node& node) {
     const bool unencoded = out && !out->encoding.present();  // int64/bool results (indices, masks)
     // Dequantize writes fp16 but is the npu's own conversion (docs/npu.md (N40)): not a cpu-kernel fp16 node.
     const bool boundary = node.op == "Dequantize";
-    const Tensor* x = node.input(0);  // ArgMax/ArgMin of integer codes: an npu kernel (N26)
-    const bool of_codes = x && !x->is_const() && x->encoding.present() && x->encoding.kind == QNNB_ENCODING_INT;
+    // ArgMax/ArgMin of integer codes (N26), a comparison of codes (N35; either operand may be the
+    // constant): npu kernels.
+    const auto is_codes = [](const Tensor* t) { return t && t->encoding.present() && t->encoding.kind == QNNB_ENCODING_INT; };
+    const Tensor* x = node.input(0);
+    const bool of_codes = (is_codes(x) && !x->is_const()) || is_codes(node.input(1));
     const bool byte_mover = kByteMovers.count(node.op) && shares_encoding(node);
     if (!boundary && (fp16_node || (unencoded && !of_codes) || byte_mover)) return cpu_find_kernel(node.op);
     auto it = index->find(node.op);
