@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph.h"
+#include "parallel.h"
 
 namespace qnnb {
 
@@ -28,6 +29,20 @@ struct BroadcastPlan {
         }
     }
 };
+
+// y[i] = f(a[..], b[..]) over the output of a two-input plan, rows shared among the threads.
+template <class TA, class TB, class R, class F>
+void broadcast_rows(const BroadcastPlan& p, const TA* a, const TB* b, R* y, const ExecContext& ctx, F f) {
+    const int64_t sa = p.inner_stride[0], sb = p.inner_stride[1];
+    parallel_for(ctx, p.outer, [&](int64_t row) {
+        int64_t off[2];
+        p.offsets(row, off);
+        const TA* pa = a + off[0];
+        const TB* pb = b + off[1];
+        R* py = y + row * p.inner;
+        for (int64_t i = 0; i < p.inner; ++i) py[i] = f(pa[i * sa], pb[i * sb]);
+    });
+}
 
 // Fails (with err set) when an input does not broadcast to `out_shape`.
 bool plan_broadcast(const std::vector<const Tensor*>& inputs, const std::vector<int64_t>& out_shape,

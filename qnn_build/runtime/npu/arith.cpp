@@ -92,18 +92,8 @@ inline int32_t combine(const ArithState& s, int64_t va, int64_t vb) {
 
 template <class TA, class TB, class TY>
 void binary_rows(const ArithState& s, const TA* a, const TB* b, TY* y, const ExecContext& ctx) {
-    const BroadcastPlan& p = s.plan;
-    parallel_for(ctx, p.outer, [&](int64_t row) {
-        int64_t off[2];
-        p.offsets(row, off);
-        const TA* pa = a + off[0];
-        const TB* pb = b + off[1];
-        TY* py = y + row * p.inner;
-        for (int64_t i = 0; i < p.inner; ++i) {
-            const int64_t va = static_cast<int64_t>(pa[i * p.inner_stride[0]]) - s.zp[0];
-            const int64_t vb = static_cast<int64_t>(pb[i * p.inner_stride[1]]) - s.zp[1];
-            py[i] = static_cast<TY>(combine(s, va, vb));
-        }
+    broadcast_rows(s.plan, a, b, y, ctx, [&](TA qa, TB qb) {
+        return static_cast<TY>(combine(s, static_cast<int64_t>(qa) - s.zp[0], static_cast<int64_t>(qb) - s.zp[1]));
     });
 }
 

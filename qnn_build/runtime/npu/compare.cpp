@@ -65,20 +65,6 @@ bool is_code_operand(const Tensor* t, std::string& err) {
     return true;
 }
 
-template <class TA, class TB>
-void compare_rows(const CompareState& s, const TA* a, const TB* b, uint8_t* y, const ExecContext& ctx) {
-    const BroadcastPlan& p = s.plan;
-    parallel_for(ctx, p.outer, [&](int64_t row) {
-        int64_t off[2];
-        p.offsets(row, off);
-        const TA* pa = a + off[0];
-        const TB* pb = b + off[1];
-        uint8_t* py = y + row * p.inner;
-        for (int64_t i = 0; i < p.inner; ++i)
-            py[i] = compare(s, pa[i * p.inner_stride[0]], pb[i * p.inner_stride[1]]) ? 1 : 0;
-    });
-}
-
 // The varying operand of an activation and a one-element constant covering the output, or -1.
 int table_operand(const Node& n) {
     for (int v = 0; v < 2; ++v) {
@@ -148,7 +134,10 @@ void run_compare(Node& n, const ExecContext& ctx) {
     }
     with_int_type(n.in[0]->dtype, [&](auto ta) {
         with_int_type(n.in[1]->dtype, [&](auto tb) {
-            compare_rows(s, n.in[0]->in<decltype(ta)>(), n.in[1]->in<decltype(tb)>(), y, ctx);
+            using TA = decltype(ta);
+            using TB = decltype(tb);
+            broadcast_rows(s.plan, n.in[0]->in<TA>(), n.in[1]->in<TB>(), y, ctx,
+                           [&](TA qa, TB qb) -> uint8_t { return compare(s, qa, qb) ? 1 : 0; });
         });
     });
 }
