@@ -20,6 +20,8 @@ from qnn_build.errors import QnnBuildError
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
+from onnx_backend import QnnbBackend
+
 S, D, PADDED = 12, 16, 5  # tokens, width, padding tokens of a padded sample
 
 
@@ -77,7 +79,6 @@ def test_the_mask_becomes_a_where_and_float_keeps_its_infinities(tmp_path):
     graph = build_graph(_save(model, tmp_path))
     assert "Add" not in {n.op_type for n in graph.nodes}  # Where(moves(c), -inf, scores) instead
     assert "masked_fill" not in graph.tensors
-    from onnx_backend import QnnbBackend
     ours = QnnbBackend.prepare(model)
     rng = np.random.default_rng(0)
     for padding in (0, PADDED):
@@ -95,6 +96,46 @@ def _save(model, tmp_path):
     path = tmp_path / "model.onnx"
     onnx.save(model, path)
     return path
+
+
+def _moved_mask(moves) -> onnx.ModelProto:
+    """Softmax(scores + moves(Where(pad, -inf, 0))): scores [1, 2, 6, 6], pad [1, 6]; moves: (op, int64
+    constant inputs, attributes) in order."""
+    n = 6
+    nodes = [helper.make_node("Where", ["pad", "fill", "zeros"], ["moved_0"])]
+    inits = [numpy_helper.from_array(np.array(-np.inf, np.float32), "fill"),
+             numpy_helper.from_array(np.zeros((1, n), np.float32), "zeros")]
+    for i, (op, constants, attrs) in enumerate(moves):
+        names = [f"c{i}_{j}" for j in range(len(constants))]
+        inits += [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in zip(names, constants)]
+        nodes.append(helper.make_node(op, [f"moved_{i}", *names], [f"moved_{i + 1}"], **attrs))
+    nodes += [helper.make_node("Add", [f"moved_{len(moves)}", "scores"], ["masked"]),
+              helper.make_node("Softmax", ["masked"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, n, n]),
+                                           helper.make_tensor_value_info("pad", TensorProto.BOOL, [1, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, n, n])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+# The moves an exporter puts between the mask and the scores; the mask on the left of the Add.
+MOVES = [
+    pytest.param([("Unsqueeze", [[1, 2]], {})], id="unsqueeze"),
+    pytest.param([("Reshape", [[1, 6, 1]], {}), ("Transpose", [], {"perm": [0, 2, 1]}), ("Unsqueeze", [[1]], {})],
+                 id="reshape_transpose_unsqueeze"),
+    pytest.param([("Unsqueeze", [[0]], {}), ("Flatten", [], {"axis": 1}), ("Reshape", [[1, 1, 1, 6]], {}),
+                  ("Expand", [[1, 2, 1, 6]], {})], id="flatten_reshape_expand"),
+]
+
+
+@pytest.mark.parametrize("moves", MOVES)
+def test_the_condition_takes_the_masks_moves(tmp_path, moves):
+    model = _moved_mask(moves)
+    assert "Add" not in {n.op_type for n in build_graph(_save(model, tmp_path)).nodes}
+    rng = np.random.default_rng(0)
+    feeds = {"scores": rng.standard_normal((1, 2, 6, 6)).astype(np.float32),
+             "pad": np.array([[False, False, False, True, False, True]])}
+    np.testing.assert_allclose(QnnbBackend.prepare(model).model.run(feeds)["y"], _onnxruntime(model, feeds),
+                               rtol=1e-6, atol=1e-7)
 
 
 # Scores at temperature 1 span about 16; at 10 about 1.6, where the lowest code of their own range
