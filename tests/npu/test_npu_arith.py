@@ -160,18 +160,28 @@ def test_wide_add_sub_mul(tmp_path, op, a_shape, b_shape, const, precision):
     check_binary(tmp_path, op, a_shape, b_shape, const, precision, f"wide{op}{const}{precision}")
 
 
-@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
-def test_where(tmp_path, precision):
+# A constant branch becomes its code in the output's encoding, clamped: -inf (an attention mask's; its
+# constant's encoding holds it as the extreme code) and 100 (past y's range) give y's lowest and
+# highest code, on the cpu simulation too.
+@pytest.mark.parametrize("precision,value,const_first", [("w8a8", -0.75, False), ("w8a16", -0.75, False),
+                                                          ("w8a8", -np.inf, True), ("w8a16", -np.inf, False),
+                                                          ("w8a8", 100.0, True)])
+def test_where(tmp_path, precision, value, const_first):
     rng = np.random.default_rng(2)
-    node = helper.make_node("Where", ["c", "a", "b"], ["y"])
+    node = helper.make_node("Where", ["c", "b", "a"] if const_first else ["c", "a", "b"], ["y"])
     path = make_model(tmp_path, [node], [("c", TensorProto.BOOL, [2, 1, 4]), ("a", F, [2, 3, 4])], ["y"],
-                      [("b", np.array(-0.75, np.float32))])
+                      [("b", np.array(value, np.float32))])
     graph = quantized(path, precision, {"a": (-2.0, 3.0), "y": (-1.0, 2.0)})
     feeds = {"c": rng.random([2, 1, 4]) < 0.5, "a": uniform(rng, [2, 3, 4], -2, 3)}
     tb = graph.tensor("b")
-    expected = gm.where(feeds["c"], q_in(graph, feeds, "a"), tb.const.astype(np.int64), enc_of(graph, "a"),
-                        tb.encoding, enc_of(graph, "y"))
-    check(tmp_path, graph, feeds, {"y": expected}, f"where{precision}")
+    operands = [(q_in(graph, feeds, "a"), enc_of(graph, "a")), (tb.const.astype(np.int64), tb.encoding)]
+    (qa, ea), (qb, eb) = operands[::-1] if const_first else operands
+    expected = gm.where(feeds["c"], qa, qb, ea, eb, enc_of(graph, "y"))
+    if np.isinf(value) or value > 2.0:
+        constant_code = 0 if value < 0 else 2 ** enc_of(graph, "y").bitwidth - 1
+        assert np.all(np.broadcast_to(expected, (2, 3, 4))[np.broadcast_to(feeds["c"] == const_first, (2, 3, 4))]
+                      == constant_code)
+    check(tmp_path, graph, feeds, {"y": expected}, f"where{precision}{value}{const_first}")
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16", "w16a16"])
