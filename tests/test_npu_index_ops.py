@@ -5,6 +5,7 @@ too (docs/npu.md (N35); tests/npu/test_npu_compare.py), so a detector's score > 
 --float-fallback."""
 
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -118,3 +119,32 @@ def test_integer_index_arithmetic_runs_the_cpu_kernels_on_the_npu(tmp_path):
         np.testing.assert_array_equal(on_npu["idx"], on_cpu["idx"])  # TopK of a's codes (above)
         np.testing.assert_array_equal(on_cpu["box"], (on_cpu["idx"] // 3) * 8 - 1)
         np.testing.assert_array_equal(on_npu["box"], on_cpu["box"])
+
+
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+def test_trilu_and_isnan_run_on_codes_and_equal_the_cpu_simulation(tmp_path, precision):
+    """Trilu keeps its input's encoding and fills the zero point's code (0 on the cpu simulation,
+    exactly: 0 is on the grid), upper with k = 1 and lower with k = -2; IsNaN of codes is false."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8])
+    outs = [helper.make_tensor_value_info("upper", TensorProto.FLOAT, [1, 6, 8]),
+            helper.make_tensor_value_info("lower", TensorProto.FLOAT, [1, 6, 8]),
+            helper.make_tensor_value_info("nan", TensorProto.BOOL, [1, 6, 8])]
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]),
+             helper.make_node("Trilu", ["a", "one"], ["upper"], upper=1),
+             helper.make_node("Trilu", ["a", "minus_two"], ["lower"], upper=0),
+             helper.make_node("IsNaN", ["a"], ["nan"])]
+    inits = {"k": RNG.standard_normal((6, 8)).astype(np.float32) + 0.5, "one": np.array(1, np.int64),
+             "minus_two": np.array(-2, np.int64)}
+    src, calib = save(tmp_path, nodes, [x], outs, inits)
+    desc = convert(src, tmp_path / "o", precision=precision, calibration=calib)
+    lib = build_model_lib(tmp_path / "o/model.cpp", tmp_path / "o/model.bin", tmp_path / "libm.so")
+    enc = {o["name"]: o["encoding"] for o in desc["outputs"] if "scale" in o.get("encoding", {})}
+    assert enc["upper"] == enc["lower"]  # both a's encoding
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu", threads=2) as npu:
+        for _ in range(3):
+            feed = {"x": RNG.standard_normal((1, 6, 8)).astype(np.float32)}
+            got, want = npu.run(feed), cpu.run(feed)
+            for name in ("upper", "lower", "nan"):
+                assert got[name].tobytes() == want[name].tobytes(), name
+            assert np.all(want["upper"][0][np.tril_indices(6, 0, 8)] == 0) and want["upper"][0, 0, 1] != 0
+            assert np.all(want["lower"][0][np.triu_indices(6, -1, 8)] == 0) and not got["nan"].any()

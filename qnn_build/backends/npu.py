@@ -2,7 +2,8 @@
 runs every op (its float16 path). At a quantized precision an op runs in integers when it has an npu
 kernel:
 - a convert-time parameter rule (npu_lowering/lower.py RULES, one per kernel family);
-- an integer kernel that needs no parameters (ArgMax/ArgMin/TopK of integer codes, (N26), (N26a));
+- an integer kernel that needs no parameters (ArgMax/ArgMin/TopK of integer codes, (N26), (N26a);
+  Trilu and IsNaN of codes, (N36));
 - a byte mover (ops/kinds.py BYTE_MOVERS: the npu runs the cpu kernel on the stored integers);
 - a domain boundary that --float-fallback inserts (Quantize/Dequantize, (N40)-(N41)).
 (Table entries whose prepare only refuses with "no npu kernel for ..." do not count.) Anything else
@@ -16,7 +17,7 @@ from ..options import parse_precision
 from .native import NativeBackend
 
 # npu kernels without convert-time parameters (no entry in npu_lowering/lower.py RULES).
-PARAMLESS_KERNELS = frozenset({"ArgMax", "ArgMin", "TopK"})
+PARAMLESS_KERNELS = frozenset({"ArgMax", "ArgMin", "TopK", "Trilu", "IsNaN"})
 
 # Converter-inserted boundaries between the integer and the fp16 domain (runtime/npu/convert_ops.cpp).
 BOUNDARY_OPS = frozenset({"Quantize", "Dequantize"})

@@ -9,6 +9,7 @@ BYTE_MOVERS = frozenset({"Identity", "Reshape", "Transpose", "Slice", "Gather", 
                          "DepthToSpace", "SpaceToDepth", "GatherElements", "GatherND"})
 
 # Every output value is a value of input 0: the byte movers, a selection (max pooling, TopK's values;
-# its indices are int64), and padding with a value the encoding holds. The quantizer gives such an
-# output its input's encoding, so the integer backend requantizes nothing.
-VALUE_KEEPERS = BYTE_MOVERS | {"Pad", "MaxPool", "GlobalMaxPool", "TopK"}
+# its indices are int64), and padding with a value the encoding holds (Pad; Trilu's zeros: 0 is on
+# every activation's grid). The quantizer gives such an output its input's encoding, so the integer
+# backend requantizes nothing.
+VALUE_KEEPERS = BYTE_MOVERS | {"Pad", "MaxPool", "GlobalMaxPool", "TopK", "Trilu"}

@@ -3,9 +3,9 @@
 // integer or float dtype; the output takes `values` = [off, on], of any dtype). Axes and k are
 // resolved by the converter (params).
 #include <cmath>
-#include <cstring>
 
 #include "../core/parallel.h"
+#include "../core/trilu.h"
 #include "movement.h"
 
 namespace qnnb {
@@ -86,22 +86,7 @@ bool prepare_trilu(Node& n, std::string& err) {
 }
 
 void run_trilu(Node& n, const ExecContext& ctx) {
-    const Tensor& x = *n.in[0];
-    const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1), mats = x.numel() / std::max<int64_t>(rows * cols, 1);
-    const int64_t k = n.params.i("k", 0);
-    const bool upper = n.params.i("upper", 1) != 0;
-    const size_t es = dtype_size(x.dtype);
-    const char* src = static_cast<const char*>(x.read_ptr());
-    char* dst = static_cast<char*>(n.out[0]->data);
-    parallel_for(ctx, mats * rows, [&](int64_t r) {
-        const int64_t i = r % rows;
-        // kept: j - i >= k (upper) or j - i <= k (lower); the rest of the row is zero
-        const int64_t lo = upper ? std::min(std::max<int64_t>(i + k, 0), cols) : 0;
-        const int64_t hi = upper ? cols : std::min(std::max<int64_t>(i + k + 1, 0), cols);
-        const size_t row = static_cast<size_t>(r * cols) * es;
-        std::memset(dst + row, 0, static_cast<size_t>(cols) * es);
-        if (hi > lo) std::memcpy(dst + row + lo * es, src + row + lo * es, static_cast<size_t>(hi - lo) * es);
-    });
+    trilu_rows(*n.in[0], *n.out[0], n.params.i("k", 0), n.params.i("upper", 1) != 0, nullptr, ctx);
 }
 
 // ---- OneHot ----

@@ -22,6 +22,7 @@ extern const KernelTable kNpuReduceKernels;    // (N24)-(N26)
 extern const KernelTable kNpuNormKernels;      // (N27)-(N29)
 extern const KernelTable kNpuArithKernels;     // (N30)-(N33)
 extern const KernelTable kNpuCompareKernels;   // (N35)
+extern const KernelTable kNpuIndexKernels;     // (N36)
 }  // namespace npu
 
 static const KernelTable* const kNpuFamilies[] = {
@@ -37,6 +38,7 @@ static const KernelTable* const kNpuFamilies[] = {
     &npu::kNpuNormKernels,
     &npu::kNpuArithKernels,
     &npu::kNpuCompareKernels,
+    &npu::kNpuIndexKernels,
 };
 
 static const std::unordered_set<std::string> kByteMovers = {
