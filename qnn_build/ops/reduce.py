@@ -12,9 +12,9 @@ _AXES_INPUT_SINCE_DEFAULT = 18
 
 
 def _reduce(node, graph):
-    # Bool ReduceMax / ReduceMin (opset 20) are any / all.
-    bool_ok = node.op_type in ("ReduceMax", "ReduceMin")
-    require_dtype(node, graph, node.inputs[:1] + node.outputs, (np.float32, np.bool_) if bool_ok else (np.float32,))
+    # Bool ReduceMax / ReduceMin (opset 20) are any / all; int64 ReduceSum counts (a mask cast to int64).
+    kinds = {"ReduceMax": (np.float32, np.bool_), "ReduceMin": (np.float32, np.bool_), "ReduceSum": (np.float32, np.int64)}
+    require_dtype(node, graph, node.inputs[:1] + node.outputs, kinds.get(node.op_type, (np.float32,)))
     if graph.tensor(node.inputs[0]).dtype != graph.tensor(node.outputs[0]).dtype:
         raise unsupported(node, "input and output dtypes differ")
     rank = rank_of(graph, node.inputs[0])

@@ -62,6 +62,13 @@ CASES = (
         OpCase("ReduceMax", {"x": rng.random((3, 4, 5)) > 0.7}, consts={"axes": axes(1)}, opset=20, id="max_bool_any"),
         OpCase("ReduceMin", {"x": rng.random((3, 4, 5)) > 0.3}, consts={"axes": axes(0, 2)}, attrs={"keepdims": 0},
                opset=20, id="min_bool_all"),
+        # Int64 ReduceSum: a count (a mask cast to int64 and summed, as tesseranet's padding count),
+        # values past float32's exact integers, two passes and a strided one.
+        OpCase("ReduceSum", {"x": rng.integers(0, 2, (2, 5, 7))}, consts={"axes": axes(-1)}, id="sum_int64_count"),
+        OpCase("ReduceSum", {"x": rng.integers(-2**40, 2**40, (3, 4, 5, 6))}, consts={"axes": axes(0, 2)},
+               attrs={"keepdims": 0}, id="sum_int64_two_groups_large"),
+        OpCase("ReduceSum", {"x": rng.integers(-9, 9, (4, 300, 3))}, consts={"axes": axes(1)}, id="sum_int64_strided"),
+        OpCase("ReduceSum", {"x": rng.integers(-9, 9, (2, 3, 4))}, attrs={"axes": [1]}, opset=12, id="sum_int64_attr"),
         # ArgMax / ArgMin: axes, keepdims, ties with select_last_index, older opsets.
         OpCase("ArgMax", {"x": r(3, 4, 5)}, id="argmax_default_axis0"),
         OpCase("ArgMax", {"x": r(3, 4, 5)}, attrs={"axis": 1, "keepdims": 0}, id="argmax_axis1_no_keepdims"),

@@ -1,5 +1,6 @@
 // Reductions in float32: ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp over a sorted
-// list of axes (an empty list reduces nothing; bool ReduceMax/Min are any/all), and ArgMax/ArgMin.
+// list of axes (an empty list reduces nothing; bool ReduceMax/Min are any/all; int64 ReduceSum counts,
+// as a mask's sum cast to int64 does), and ArgMax/ArgMin.
 //
 // The input's dims are merged into alternating kept/reduced groups; each reduced group is one pass
 // over a [outer, R, inner] view, so every inner loop is contiguous. Sums accumulate in double.
@@ -23,7 +24,7 @@ struct Pass {
 
 struct ReduceState {
     std::vector<Pass> passes;             // innermost reduced group first
-    std::vector<float> scratch[2];        // between passes (bool uses their bytes)
+    std::vector<float> scratch[2];        // between passes (bool and int64 use their bytes)
     double count = 1.0;                   // reduced elements per output (for the mean)
 };
 
@@ -31,8 +32,9 @@ bool prepare_reduce(Node& node, std::string& err) {
     const Tensor* x = node.in[0];
     // Bool is for ReduceMax / ReduceMin (any / all) only.
     const bool is_bool = x->dtype == QNNB_BOOL && (node.op == "ReduceMax" || node.op == "ReduceMin");
-    if ((x->dtype != QNNB_FLOAT32 && !is_bool) || node.out[0]->dtype != x->dtype) {
-        err = "expects float32 input and output (or bool for ReduceMax/ReduceMin)";
+    const bool is_int64 = x->dtype == QNNB_INT64 && node.op == "ReduceSum";
+    if ((x->dtype != QNNB_FLOAT32 && !is_bool && !is_int64) || node.out[0]->dtype != x->dtype) {
+        err = "expects float32 input and output (or bool for ReduceMax/ReduceMin, int64 for ReduceSum)";
         return false;
     }
     const std::vector<int64_t> axes = node.params.ints("axes");
@@ -71,7 +73,7 @@ bool prepare_reduce(Node& node, std::string& err) {
     // Nothing to reduce: one pass over single elements still applies the op's transform (x^2, |x|...).
     if (s.passes.empty()) s.passes.push_back(Pass{1, 1, node.out[0]->numel()});
     for (size_t i = 0; i + 1 < s.passes.size(); ++i)
-        s.scratch[i % 2].resize(static_cast<size_t>(s.passes[i].outer * s.passes[i].inner));
+        s.scratch[i % 2].resize(static_cast<size_t>(s.passes[i].outer * s.passes[i].inner * (is_int64 ? 2 : 1)));
     return true;
 }
 
@@ -80,6 +82,12 @@ struct SumOp {
     using T = double;
     static T init() { return 0.0; }
     static T step(T a, float x) { return a + x; }
+    static T combine(T a, T b) { return a + b; }
+};
+struct IntSumOp {
+    using T = int64_t;
+    static T init() { return 0; }
+    static T step(T a, int64_t x) { return a + x; }
     static T combine(T a, T b) { return a + b; }
 };
 struct SumSquareOp : SumOp {
@@ -166,7 +174,8 @@ typename Op::T reduce_row(const E* x, int64_t n) {
 
 // Final transforms, applied as the last pass writes the output.
 struct NoFinish {
-    double operator()(double a, double) const { return a; }
+    template <class T>
+    T operator()(T a, double) const { return a; }
 };
 struct MeanFinish {
     double operator()(double a, double count) const { return a / count; }
@@ -242,7 +251,10 @@ void run_reduce_with(Node& node, const ExecContext& ctx, PassFn<E> custom = null
     }
 }
 
-void run_sum(Node& n, const ExecContext& c) { run_reduce_with<SumOp, SumOp, NoFinish>(n, c); }
+void run_sum(Node& n, const ExecContext& c) {
+    if (n.in[0]->dtype == QNNB_INT64) run_reduce_with<IntSumOp, IntSumOp, NoFinish, int64_t>(n, c);
+    else run_reduce_with<SumOp, SumOp, NoFinish>(n, c);
+}
 void run_mean(Node& n, const ExecContext& c) { run_reduce_with<SumOp, SumOp, MeanFinish>(n, c); }
 void run_max(Node& n, const ExecContext& c) {
     if (n.in[0]->dtype == QNNB_BOOL) run_reduce_with<AnyOp, AnyOp, NoFinish, uint8_t>(n, c);
