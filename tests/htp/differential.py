@@ -44,6 +44,7 @@ from tests.npu.harness import make_model
 SOC = "x-elite"
 # The int64 index outputs, by position, compared as they are: ArgMax/ArgMin's one, TopK's second.
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
+BOOL_OUTPUTS = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}  # one output each
 DEFAULT_RANGE = (-4.0, 4.0)
 
 
@@ -138,8 +139,9 @@ def graph_of(cases: list[Case], work: Path) -> Path:
             nodes.append(n)
         inputs += [(rename(k), onnx.TensorProto.FLOAT, list(shape)) for k, (shape, _) in case.inputs.items()]
         int_out = {n.output[i] for n in case.nodes for i in INDEX_OUTPUTS.get(n.op_type, ())}
-        outputs += [(rename(k), onnx.TensorProto.INT64 if k in int_out else onnx.TensorProto.FLOAT)
-                    for k in case.outputs]
+        bool_out = {n.output[0] for n in case.nodes if n.op_type in BOOL_OUTPUTS}
+        outputs += [(rename(k), onnx.TensorProto.INT64 if k in int_out else
+                     onnx.TensorProto.BOOL if k in bool_out else onnx.TensorProto.FLOAT) for k in case.outputs]
         inits += [(rename(k), v) for k, v in case.inits.items()]
     return make_model(work, nodes, inputs, outputs, inits, opset=max(c.opset for c in cases))
 

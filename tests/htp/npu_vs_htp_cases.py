@@ -212,6 +212,10 @@ def other_cases():
              inits={"e": np.float32(0.5)}),
         Case("Where", "select", [node("Where", ["c", "a", "b"], ["y"])], a, {"y": (-2, 2)},
              inits={"c": RNG.random((1, 8, 4, 4)) < 0.5}),
+        # Comparisons (docs/npu.md (N35)): a score threshold, and two activations at different scales.
+        Case("Greater", "threshold", [node("Greater", ["x", "t"], ["y"])], {"x": ([1, 4096], (-1, 1))},
+             {"y": None}, inits={"t": np.float32(0.25)}),
+        Case("Greater", "two_scales", [node("Greater", ["a", "b"], ["y"])], a, {"y": None}),
         # fmod=1: the HTP takes fmod=0 only, which onnxruntime's CPU (the exact value) refuses for floats
         Case("Mod", "fmod_constant", [node("Mod", ["x", "d"], ["y"], fmod=1)], {"x": ([1, 4096], (-4, 4))},
              {"y": (-1.5, 1.5)}, inits={"d": np.float32(1.5)}),
