@@ -44,7 +44,7 @@ from tests.npu.harness import make_model
 SOC = "x-elite"
 # The int64 index outputs, by position, compared as they are: ArgMax/ArgMin's one, TopK's second.
 INDEX_OUTPUTS = {"ArgMax": (0,), "ArgMin": (0,), "TopK": (1,)}
-BOOL_OUTPUTS = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}  # one output each
+BOOL_OUTPUTS = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "IsNaN"}  # one output each
 DEFAULT_RANGE = (-4.0, 4.0)
 
 

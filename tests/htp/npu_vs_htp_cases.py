@@ -216,6 +216,12 @@ def other_cases():
         Case("Greater", "threshold", [node("Greater", ["x", "t"], ["y"])], {"x": ([1, 4096], (-1, 1))},
              {"y": None}, inits={"t": np.float32(0.25)}),
         Case("Greater", "two_scales", [node("Greater", ["a", "b"], ["y"])], a, {"y": None}),
+        *[Case(op, "threshold", [node(op, ["x", "t"], ["y"])], {"x": ([1, 4096], (-1, 1))}, {"y": None},
+               inits={"t": np.float32(0.25)}) for op in ("Equal", "GreaterOrEqual", "Less", "LessOrEqual")],
+        # (N36): Trilu moves codes and fills the zero point's; IsNaN of codes is false.
+        Case("Trilu", "upper_k1", [node("Trilu", ["x", "k"], ["y"], upper=1)], {"x": ([2, 16, 16], (-2, 2))},
+             {"y": None}, inits={"k": np.array(1, np.int64)}),
+        Case("IsNaN", "codes", [node("IsNaN", ["x"], ["y"])], {"x": ([1, 256], (-2, 2))}, {"y": None}),
         # fmod=1: the HTP takes fmod=0 only, which onnxruntime's CPU (the exact value) refuses for floats
         Case("Mod", "fmod_constant", [node("Mod", ["x", "d"], ["y"], fmod=1)], {"x": ([1, 4096], (-4, 4))},
              {"y": (-1.5, 1.5)}, inits={"d": np.float32(1.5)}),
