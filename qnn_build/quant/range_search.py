@@ -28,9 +28,11 @@ SEARCH_PASSES = 2                       # sweeps over all tensors at most; stops
 SEARCH_SAMPLES = 128                    # the first calibration samples score a candidate
 SEARCH_SIGNIFICANCE = 2.0               # (16): standard errors a move must gain by
 # act_range auto (docs/quantization.md (21)): one fixed method for every tensor, the one that scores
-# best, then squares at 16 bits (21c) and bias correction (21b); five to seven evaluations.
+# best, then squares (21c), with the recurrence's inputs (21d), at 16 bits, and bias correction (21b);
+# five to eight evaluations.
 AUTO_METHODS = (("minmax", None),) + tuple(("percentile", p) for p in SEARCH_PERCENTILES) + (("mse", None),)
-# (21c): squares, and the sums and means of squares, at SQUARE_BITS with their minmax ranges
+# (21c): squares, and the sums and means of squares, at SQUARE_BITS with their minmax ranges; (21d):
+# the tensors a recurrence reads, the same way
 SQUARE_BITS = 16
 _SUMS = {"Add", "Sum", "ReduceMean", "ReduceSum", "GlobalAveragePool", "AveragePool"}
 
@@ -44,7 +46,7 @@ class SearchResult:
     changed: list         # tensors whose range moved
     method: str = SEARCH_START  # the fixed method the ranges start from (auto: the best one, (21))
     bias_correction: bool = False  # auto: (12) pays, (21b)
-    squares: list = dataclasses.field(default_factory=list)  # auto: tensors at SQUARE_BITS, (21c)
+    squares: list = dataclasses.field(default_factory=list)  # auto: tensors at SQUARE_BITS, (21c) and (21d)
 
 
 @dataclasses.dataclass
@@ -117,14 +119,20 @@ def _best_method(scorer, stats) -> SearchResult:
         start = e if start is None else start
     ranges, e, label = best
     evaluations, corrected, wide = len(AUTO_METHODS), False, []
-    squares = [n for n in square_tensors(scorer.graph) if n in scorer.start and scorer.start[n][2] < SQUARE_BITS]
-    if squares:  # (21c), kept by (16) against (21)'s result
+    tried, families, kept = [], [], []
+    for what, found in (("squares", square_tensors), ("recurrence inputs", recurrence_inputs)):
+        # (21c), then (21d) with (21c)'s tensors too (nested sets): each kept by (16) against the result so far
+        names = [n for n in found(scorer.graph) if n in scorer.start and scorer.start[n][2] < SQUARE_BITS]
+        if not names:
+            continue
         evaluations += 1
-        trial = {**ranges, **{n: (stats[n].min, stats[n].max, SQUARE_BITS) for n in squares}}
+        tried, families = tried + [n for n in names if n not in tried], families + [what]
+        trial = {**ranges, **{n: (stats[n].min, stats[n].max, SQUARE_BITS) for n in tried}}
         e_wide = scorer.error(trial)
         if _significantly_lower(e_wide, e):
-            ranges, e, wide = trial, e_wide, squares
-            label += f", squares at {SQUARE_BITS} bits"
+            ranges, e, wide, kept = trial, e_wide, list(tried), list(families)
+    if wide:
+        label += f", {' and '.join(kept)} at {SQUARE_BITS} bits"
     if not scorer.bias_correction and scorer.has_biases:  # (21b): bias correction (12), kept by the same rule
         evaluations += 1
         e_corrected = scorer.error(ranges, bias_correction=True)
@@ -150,6 +158,28 @@ def square_tensors(graph) -> list[str]:
         of_squares = bool(ins) and all(i in found for i in ins) and (op in _SUMS or op in VALUE_KEEPERS)
         if square or of_squares:
             found.update(o for o in node.outputs if o)
+    return [n for n in graph.tensors if n in found]
+
+
+def recurrence_inputs(graph) -> list[str]:
+    """(21d): the activations an unrolled LSTM/GRU/RNN reads from outside (its input sequence, its
+    initial states) and the moves between them. The recurrence runs at 16 bits because its errors
+    add up step by step; an 8-bit input enters it with an 8-bit step, which no later re-encoding
+    gives back (silero VAD's one-frame model: its encoder's last Relu, 0 to 2596, feeds the LSTM)."""
+    producer = graph.producers()
+    found = set()
+    for node in graph.nodes:
+        if not any(o in graph.recurrent for o in node.outputs):
+            continue
+        todo = [i for i in node.inputs if i and i not in graph.recurrent and not graph.tensor(i).is_const]
+        while todo:  # back through the moves to the tensor that computes the value
+            name = todo.pop()
+            if name in found:
+                continue
+            found.add(name)
+            source = producer.get(name)
+            if source is not None and source.op_type in VALUE_KEEPERS and not graph.tensor(source.inputs[0]).is_const:
+                todo.append(source.inputs[0])
     return [n for n in graph.tensors if n in found]
 
 
