@@ -81,7 +81,8 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
         graphs = [molecule_graph(rng, dims["feat"][0]) for _ in range(count)]
         return {k: np.stack([g[k] for g in graphs]) for k in graphs[0]}
     elif name == "khmer_seg":  # every other sample a shorter run, padded to the model's length
-        texts = [khmer_text(rng, dims["x"][1]) if i % 2 == 0 else khmer_sentences(rng, dims["x"][1]) for i in range(count)]
+        length = dims["x"][1]
+        texts = [khmer_text(rng, length) if i % 2 == 0 else khmer_sentences(rng, length) for i in range(count)]
         return {"x": np.stack([t[0] for t in texts]), "mask": np.stack([t[1] for t in texts])}
     elif name == "yolo26n_isbn":
         x = [book_page(rng, h, w) for _ in range(count)]

@@ -33,15 +33,14 @@ def select_masked_scores(graph: Graph) -> None:
             chain = _mask_chain(graph, producer, mask)
             if chain is None:
                 continue
-            where, moves = chain
+            where, moves, infinite = chain
             scores = other_input(add, mask)
             if graph.tensor(add.outputs[0]).shape != graph.tensor(scores).shape:
                 continue  # the mask would widen the scores: keep the Add's broadcast
             nodes = []
             if mask not in moved_conditions:
                 moved_conditions[mask] = _move_condition(graph, where.inputs[0], moves, nodes)
-            infinite_first = graph.const(where.inputs[1]) is not None and not np.all(np.isfinite(graph.const(where.inputs[1])))
-            values = [where.inputs[1], scores] if infinite_first else [scores, where.inputs[2]]
+            values = [where.inputs[1], scores] if infinite == 1 else [scores, where.inputs[2]]
             nodes.append(Node(add.name, "Where", [moved_conditions[mask], *values], list(add.outputs)))
             replaced[id(add)] = nodes
             break
@@ -52,32 +51,33 @@ def select_masked_scores(graph: Graph) -> None:
 
 
 def _mask_chain(graph: Graph, producer, name):
-    """(the Where, the moves after it in order) when `name` is moves(Where(c, ±inf, 0)), else None."""
+    """(the Where, the moves after it in order, the Where's input index of the infinity) when `name`
+    is moves(Where(c, ±inf, 0)) or moves(Where(c, 0, ±inf)), else None."""
     moves = []
     node = producer.get(name)
     while node is not None and node.op_type in MOVES:
         moves.append(node)
         node = producer.get(node.inputs[0])
-    if node is None or node.op_type != "Where" or not _is_mask(graph, node):
+    if node is None or node.op_type != "Where":
         return None
-    return node, moves[::-1]
+    if graph.tensor(node.inputs[0]).shape != graph.tensor(node.outputs[0]).shape:
+        return None  # the values widen the condition: the moves would not fit it
+    a, b = graph.const(node.inputs[1]), graph.const(node.inputs[2])
+    for index, infinite, zero in ((1, a, b), (2, b, a)):
+        if _one_infinity(infinite) and zero is not None and zero.dtype.kind == "f" and not np.any(zero):
+            return node, moves[::-1], index
+    return None
 
 
-def _is_mask(graph: Graph, where: Node) -> bool:
-    """Where(c, ±inf, 0) or Where(c, 0, ±inf), whose condition already has the output's shape."""
-    a, b = graph.const(where.inputs[1]), graph.const(where.inputs[2])
-    if a is None or b is None or a.dtype.kind != "f" or b.dtype.kind != "f":
-        return False
-    infinite, zero = (a, b) if a.size == 1 and np.isinf(a).all() else (b, a)
-    if infinite.size != 1 or not np.isinf(infinite).all() or np.any(zero != 0):
-        return False
-    return graph.tensor(where.inputs[0]).shape == graph.tensor(where.outputs[0]).shape
+def _one_infinity(value) -> bool:
+    return value is not None and value.dtype.kind == "f" and value.size == 1 and bool(np.isinf(value).all())
 
 
 def _move_condition(graph: Graph, condition: str, moves: list[Node], nodes: list[Node]) -> str:
     """The bool condition through copies of the mask's moves (appended to `nodes`): its new name."""
     for move in moves:
-        out = graph.add_activation(condition + "_" + move.op_type.lower(), np.bool_, graph.tensor(move.outputs[0]).shape)
+        shape = graph.tensor(move.outputs[0]).shape
+        out = graph.add_activation(condition + "_" + move.op_type.lower(), np.bool_, shape)
         nodes.append(Node(move.name + "_condition", move.op_type,
                           [condition] + move.inputs[1:], [out], dict(move.attrs)))
         condition = out
