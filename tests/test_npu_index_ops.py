@@ -148,3 +148,34 @@ def test_trilu_and_isnan_run_on_codes_and_equal_the_cpu_simulation(tmp_path, pre
                 assert got[name].tobytes() == want[name].tobytes(), name
             assert np.all(want["upper"][0][np.tril_indices(6, 0, 8)] == 0) and want["upper"][0, 0, 1] != 0
             assert np.all(want["lower"][0][np.triu_indices(6, -1, 8)] == 0) and not got["nan"].any()
+
+
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+def test_scatters_move_codes_and_equal_the_cpu_simulation(tmp_path, precision):
+    """ScatterElements of an activation's updates into another, ScatterND of rows into a constant of
+    zeros: data and updates are re-encoded to the output's encoding first (the constant at convert
+    time, the activations by an Identity), then the scatter moves codes (docs/npu.md (N37))."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8])
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 8]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [6, 9])]
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]),
+             helper.make_node("Slice", ["x", "s0", "s1", "s2"], ["part"]),
+             helper.make_node("Mul", ["part", "k2"], ["u"]),
+             helper.make_node("ScatterElements", ["a", "cols", "u"], ["y"], axis=2),
+             helper.make_node("Reshape", ["u", "rows_shape"], ["r"]),
+             helper.make_node("ScatterND", ["zeros", "rows", "r"], ["z"])]
+    inits = {"k": RNG.standard_normal((6, 8)).astype(np.float32), "k2": np.float32(0.3),
+             "s0": np.array([0], np.int64), "s1": np.array([3], np.int64), "s2": np.array([2], np.int64),
+             "cols": np.stack([RNG.permutation(8)[:3] for _ in range(6)])[None].astype(np.int64),
+             "rows_shape": np.array([2, 9], np.int64), "rows": np.array([[1], [4]], np.int64),
+             "zeros": np.zeros((6, 9), np.float32)}
+    src, calib = save(tmp_path, nodes, [x], outs, inits)
+    convert(src, tmp_path / "o", precision=precision, calibration=calib)
+    lib = build_model_lib(tmp_path / "o/model.cpp", tmp_path / "o/model.bin", tmp_path / "libm.so")
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        for _ in range(3):
+            feed = {"x": RNG.standard_normal((1, 6, 8)).astype(np.float32)}
+            got, want = npu.run(feed), cpu.run(feed)
+            for name in ("y", "z"):
+                assert got[name].tobytes() == want[name].tobytes(), name
+            assert np.all(want["z"][[0, 2, 3, 5]] == 0) and np.any(want["z"][[1, 4]] != 0)

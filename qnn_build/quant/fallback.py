@@ -33,8 +33,9 @@ def _int_activation(graph: Graph, name: str) -> bool:
 
 
 def fallback_nodes(graph: Graph, runs_in_integers: Callable[[str], bool]) -> list[Node]:
-    """Nodes without an integer kernel that read or write an integer activation."""
-    return [n for n in graph.nodes if not runs_in_integers(n.op_type)
+    """Nodes without an integer kernel that read or write an integer activation. A scatter with a
+    reduction adds or multiplies what it moves: the npu moves codes only (docs/npu.md (N37))."""
+    return [n for n in graph.nodes if (not runs_in_integers(n.op_type) or n.attrs.get("reduction", "none") != "none")
             and any(_int_activation(graph, x) for x in n.inputs + n.outputs)]
 
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "../core/graph.h"
+#include "npu.h"
 
 namespace qnnb {
 namespace npu {
@@ -61,6 +62,15 @@ static bool shares_encoding(const Node& node) {
     return true;
 }
 
+// A scatter moves bytes once the converter brought its data and updates to the output's encoding
+// (docs/npu.md (N37)); with a reduction it would add or multiply codes.
+static bool scatter_of_codes(const Node& node) {
+    if ((node.op != "ScatterElements" && node.op != "ScatterND") || node.params.s("reduction", "none") != "none")
+        return false;
+    const Tensor *updates = node.input(2), *y = node.output(0);
+    return updates && y && shares_encoding(node) && npu::same_encoding(*updates, *y);
+}
+
 const Kernel* npu_find_kernel(const Node& node) {
     static const auto* index = [] {
         auto* m = new std::unordered_map<std::string, const Kernel*>();
@@ -78,7 +88,7 @@ const Kernel* npu_find_kernel(const Node& node) {
     const auto is_codes = [](const Tensor* t) { return t && t->encoding.present() && t->encoding.kind == QNNB_ENCODING_INT; };
     const Tensor* x = node.input(0);
     const bool of_codes = (is_codes(x) && !x->is_const()) || is_codes(node.input(1));
-    const bool byte_mover = kByteMovers.count(node.op) && shares_encoding(node);
+    const bool byte_mover = (kByteMovers.count(node.op) && shares_encoding(node)) || scatter_of_codes(node);
     if (!boundary && (fp16_node || (unencoded && !of_codes) || byte_mover)) return cpu_find_kernel(node.op);
     auto it = index->find(node.op);
     return it == index->end() ? nullptr : it->second;
