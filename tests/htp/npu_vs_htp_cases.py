@@ -222,6 +222,13 @@ def other_cases():
         Case("Trilu", "upper_k1", [node("Trilu", ["x", "k"], ["y"], upper=1)], {"x": ([2, 16, 16], (-2, 2))},
              {"y": None}, inits={"k": np.array(1, np.int64)}),
         Case("IsNaN", "codes", [node("IsNaN", ["x"], ["y"])], {"x": ([1, 256], (-2, 2))}, {"y": None}),
+        # (N37): data and updates re-encoded to the output's encoding, then codes moved.
+        Case("ScatterElements", "axis1", [node("ScatterElements", ["x", "i", "u"], ["y"], axis=1)],
+             {"x": ([2, 16], (-2, 2)), "u": ([2, 4], (-1, 1))}, {"y": (-1.5, 1.5)},
+             inits={"i": np.stack([RNG.permutation(16)[:4] for _ in range(2)]).astype(np.int64)}),
+        Case("ScatterND", "rows", [node("ScatterND", ["x", "i", "u"], ["y"])],
+             {"x": ([8, 16], (-2, 2)), "u": ([2, 16], (-1, 1))}, {"y": (-1.5, 1.5)},
+             inits={"i": np.array([[1], [5]], np.int64)}),
         # fmod=1: the HTP takes fmod=0 only, which onnxruntime's CPU (the exact value) refuses for floats
         Case("Mod", "fmod_constant", [node("Mod", ["x", "d"], ["y"], fmod=1)], {"x": ([1, 4096], (-4, 4))},
              {"y": (-1.5, 1.5)}, inits={"d": np.float32(1.5)}),
