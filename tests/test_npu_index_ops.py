@@ -179,3 +179,27 @@ def test_scatters_move_codes_and_equal_the_cpu_simulation(tmp_path, precision):
             for name in ("y", "z"):
                 assert got[name].tobytes() == want[name].tobytes(), name
             assert np.all(want["z"][[0, 2, 3, 5]] == 0) and np.any(want["z"][[1, 4]] != 0)
+
+
+@pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
+def test_onehot_moves_the_codes_of_its_values(tmp_path, precision):
+    """OneHot of an ArgMax's indices with values [-0.5, 2]: the values re-quantized into the output's
+    encoding at convert time, then the npu moves their codes (docs/npu.md (N37))."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 8])
+    outs = [helper.make_tensor_value_info("hot", TensorProto.FLOAT, [1, 6, 8])]
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"]),
+             helper.make_node("ArgMax", ["a"], ["idx"], axis=2, keepdims=0),
+             helper.make_node("OneHot", ["idx", "depth", "values"], ["hot"], axis=-1)]
+    inits = {"k": RNG.standard_normal((6, 8)).astype(np.float32), "depth": np.array(8, np.int64),
+             "values": np.array([-0.5, 2.0], np.float32)}
+    src, calib = save(tmp_path, nodes, [x], outs, inits)
+    desc = convert(src, tmp_path / "o", precision=precision, calibration=calib)
+    assert "float_fallback" not in desc
+    lib = build_model_lib(tmp_path / "o/model.cpp", tmp_path / "o/model.bin", tmp_path / "libm.so")
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        for _ in range(3):
+            feed = {"x": RNG.standard_normal((1, 6, 8)).astype(np.float32)}
+            got, want = npu.run(feed)["hot"], cpu.run(feed)["hot"]
+            assert got.tobytes() == want.tobytes()
+            np.testing.assert_array_equal(np.sum(want > 0, axis=-1), 1)
+            np.testing.assert_allclose(np.unique(want), [-0.5, 2.0], atol=0.02)

@@ -7,13 +7,13 @@ import numpy as np
 from ..ir.graph import Graph
 from . import elementwise, lut
 from . import conv
-from . import arith, compare, movement, norm, pool, scatter
+from . import arith, code_movers, compare, movement, norm, pool
 from .common import is_integer_node
 
 FAMILIES = [elementwise, lut]
 FAMILIES += [conv]  # docs/npu.md (N10)-(N15)
 FAMILIES += [movement, pool, norm, arith]  # docs/npu.md (N20)-(N33)
-FAMILIES += [compare, scatter]  # (N35), (N37)
+FAMILIES += [compare, code_movers]  # (N35), (N37)
 
 RULES = {}
 for _family in FAMILIES:
@@ -24,7 +24,7 @@ for _family in FAMILIES:
 
 def add_npu_params(graph: Graph) -> None:
     """Attach the npu parameters to every integer node that has a rule."""
-    scatter.unify_operands(graph)
+    code_movers.unify_operands(graph)
     for node in graph.nodes:
         rule = RULES.get(node.op_type)
         # Integer inputs without an encoding (Gather's indices, Where's condition) need none.

@@ -229,6 +229,10 @@ def other_cases():
         Case("ScatterND", "rows", [node("ScatterND", ["x", "i", "u"], ["y"])],
              {"x": ([8, 16], (-2, 2)), "u": ([2, 16], (-1, 1))}, {"y": (-1.5, 1.5)},
              inits={"i": np.array([[1], [5]], np.int64)}),
+        Case("OneHot", "of_argmax", [node("ArgMax", ["x"], ["i"], axis=1, keepdims=0),
+                                     node("OneHot", ["i", "d", "v"], ["y"], axis=-1)],
+             {"x": ([4, 16], (-2, 2))}, {"y": (-1, 2)},
+             inits={"d": np.array(16, np.int64), "v": np.array([-0.5, 2.0], np.float32)}),
         # fmod=1: the HTP takes fmod=0 only, which onnxruntime's CPU (the exact value) refuses for floats
         Case("Mod", "fmod_constant", [node("Mod", ["x", "d"], ["y"], fmod=1)], {"x": ([1, 4096], (-4, 4))},
              {"y": (-1.5, 1.5)}, inits={"d": np.float32(1.5)}),

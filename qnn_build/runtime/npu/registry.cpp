@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "../core/graph.h"
 #include "npu.h"
@@ -62,13 +63,18 @@ static bool shares_encoding(const Node& node) {
     return true;
 }
 
-// A scatter moves bytes once the converter brought its data and updates to the output's encoding
-// (docs/npu.md (N37)); with a reduction it would add or multiply codes.
-static bool scatter_of_codes(const Node& node) {
-    if ((node.op != "ScatterElements" && node.op != "ScatterND") || node.params.s("reduction", "none") != "none")
-        return false;
-    const Tensor *updates = node.input(2), *y = node.output(0);
-    return updates && y && shares_encoding(node) && npu::same_encoding(*updates, *y);
+// Ops that move the codes of operands the converter brought to the output's encoding (docs/npu.md
+// (N37)): the scatters' data and updates (not with a reduction, which would combine codes), OneHot's
+// [off, on] values.
+static bool moves_shared_codes(const Node& node) {
+    static const std::unordered_map<std::string, std::vector<size_t>> kMoved = {
+        {"ScatterElements", {0, 2}}, {"ScatterND", {0, 2}}, {"OneHot", {1}}};
+    const auto it = kMoved.find(node.op);
+    const Tensor* y = node.output(0);
+    if (it == kMoved.end() || !y || node.params.s("reduction", "none") != "none") return false;
+    for (size_t k : it->second)
+        if (!node.input(k) || !npu::same_encoding(*node.input(k), *y)) return false;
+    return true;
 }
 
 const Kernel* npu_find_kernel(const Node& node) {
@@ -88,7 +94,7 @@ const Kernel* npu_find_kernel(const Node& node) {
     const auto is_codes = [](const Tensor* t) { return t && t->encoding.present() && t->encoding.kind == QNNB_ENCODING_INT; };
     const Tensor* x = node.input(0);
     const bool of_codes = (is_codes(x) && !x->is_const()) || is_codes(node.input(1));
-    const bool byte_mover = (kByteMovers.count(node.op) && shares_encoding(node)) || scatter_of_codes(node);
+    const bool byte_mover = (kByteMovers.count(node.op) && shares_encoding(node)) || moves_shared_codes(node);
     if (!boundary && (fp16_node || (unencoded && !of_codes) || byte_mover)) return cpu_find_kernel(node.op);
     auto it = index->find(node.op);
     return it == index->end() ? nullptr : it->second;

@@ -1,7 +1,8 @@
-"""The scatters on the npu: docs/npu.md (N37). ScatterElements and ScatterND without a reduction only
-move codes once their data and updates hold the output's encoding: an operand whose encoding
-differs is re-encoded first, a constant at convert time, an activation by an inserted Identity
-(N20). The runtime then runs the cpu kernel on the codes (runtime/npu/registry.cpp)."""
+"""Ops that only move codes once their operands hold the output's encoding: docs/npu.md (N37).
+ScatterElements and ScatterND without a reduction (data and updates), OneHot (its [off, on]
+values). An operand whose encoding differs is re-encoded first, a constant at convert time, an
+activation by an inserted Identity (N20); the runtime then runs the cpu kernel on the codes
+(runtime/npu/registry.cpp)."""
 
 import numpy as np
 
@@ -9,7 +10,8 @@ from ..ir.graph import Graph, Node
 from ..quant.encoding import dequantize, quantize, storage_dtype
 from .common import is_integer_node
 
-SCATTERS = ("ScatterElements", "ScatterND")
+# op -> the inputs whose codes it moves into its output (runtime input order: OneHot's are [indices, values])
+MOVED_OPERANDS = {"ScatterElements": (0, 2), "ScatterND": (0, 2), "OneHot": (1,)}
 
 
 def _codes_at(graph: Graph, name: str, enc) -> str:
@@ -27,14 +29,15 @@ def _codes_at(graph: Graph, name: str, enc) -> str:
 
 
 def unify_operands(graph: Graph) -> None:
-    """(N37): every integer scatter's data and updates in its output's encoding."""
+    """(N37): the moved operands of every integer code mover in its output's encoding."""
     out = []
     for node in graph.nodes:
-        encs = [graph.tensor(n).encoding for n in (node.inputs[0], node.inputs[2])] if node.op_type in SCATTERS else []
-        if (node.attrs.get("reduction", "none") == "none" and encs and is_integer_node(node, graph)
-                and all(e is not None and not e.is_float and len(e.scales) == 1 for e in encs)):
+        moved_inputs = MOVED_OPERANDS.get(node.op_type, ()) if node.attrs.get("reduction", "none") == "none" else ()
+        encs = [graph.tensor(node.inputs[k]).encoding for k in moved_inputs]
+        if encs and is_integer_node(node, graph) and all(
+                e is not None and not e.is_float and len(e.scales) == 1 for e in encs):
             y = graph.tensor(node.outputs[0]).encoding
-            for k in (0, 2):
+            for k in moved_inputs:
                 name = node.inputs[k]
                 moved = _codes_at(graph, name, y)
                 if moved != name and not graph.tensor(name).is_const:
@@ -44,10 +47,10 @@ def unify_operands(graph: Graph) -> None:
     graph.nodes = out
 
 
-def scatter(node: Node, graph: Graph) -> dict:
-    """The cpu kernel adds or multiplies what it scatters: on codes only the plain move (N37)."""
+def moves_codes(node: Node, graph: Graph) -> dict:
+    """A scatter with a reduction adds or multiplies what it moves: on codes only the plain move."""
     how = node.attrs.get("reduction", "none")
     return {} if how == "none" else {"npu_unsupported": f"reduction '{how}'"}
 
 
-RULES = {op: scatter for op in SCATTERS}
+RULES = {op: moves_codes for op in MOVED_OPERANDS}
