@@ -103,7 +103,8 @@ REAL_MODELS = [
               "ScatterElements, GRU), 64 characters", inputs_of_kind=True),
     RealModel("tesseranet", "azcrawlerpy-recaptcha-google==2.0.3", "azcrawlerpy_recaptcha_google/tesseranet_3x3.onnx",
               {"image": [1, 3, 128, 128]}, what="reCAPTCHA grid classifier and segmenter (conv body + transformer "
-              "decoder: Sin/Cos, Einsum, Where, IsNaN, ReduceLogSumExp, LayerNorm), 128x128", inputs_of_kind=True),
+              "decoder: Sin/Cos, Einsum, Where, IsNaN, ReduceLogSumExp, LayerNorm), 128x128", inputs_of_kind=True,
+              float_fallback=True),  # ReduceLogSumExp, and the Cast of its mask count: no npu kernel
 ]
 
 
