@@ -14,6 +14,11 @@ from .common import is_integer_node
 MOVED_OPERANDS = {"ScatterElements": (0, 2), "ScatterND": (0, 2), "OneHot": (1,)}
 
 
+def _reduction(node: Node) -> str:
+    """A scatter's reduction ("none": a plain move; else it adds or multiplies what it moves)."""
+    return node.attrs.get("reduction", "none")
+
+
 def _codes_at(graph: Graph, name: str, enc) -> str:
     """`name`'s values as codes of `enc`: the tensor itself when they already are."""
     t = graph.tensor(name)
@@ -32,7 +37,7 @@ def unify_operands(graph: Graph) -> None:
     """(N37): the moved operands of every integer code mover in its output's encoding."""
     out = []
     for node in graph.nodes:
-        moved_inputs = MOVED_OPERANDS.get(node.op_type, ()) if node.attrs.get("reduction", "none") == "none" else ()
+        moved_inputs = MOVED_OPERANDS.get(node.op_type, ()) if _reduction(node) == "none" else ()
         encs = [graph.tensor(node.inputs[k]).encoding for k in moved_inputs]
         if encs and is_integer_node(node, graph) and all(
                 e is not None and not e.is_float and len(e.scales) == 1 for e in encs):
@@ -49,7 +54,7 @@ def unify_operands(graph: Graph) -> None:
 
 def moves_codes(node: Node, graph: Graph) -> dict:
     """A scatter with a reduction adds or multiplies what it moves: on codes only the plain move."""
-    how = node.attrs.get("reduction", "none")
+    how = _reduction(node)
     return {} if how == "none" else {"npu_unsupported": f"reduction '{how}'"}
 
 
