@@ -146,8 +146,11 @@ def test_trilu_and_isnan_run_on_codes_and_equal_the_cpu_simulation(tmp_path, pre
             got, want = npu.run(feed), cpu.run(feed)
             for name in ("upper", "lower", "nan"):
                 assert got[name].tobytes() == want[name].tobytes(), name
-            assert np.all(want["upper"][0][np.tril_indices(6, 0, 8)] == 0) and want["upper"][0, 0, 1] != 0
-            assert np.all(want["lower"][0][np.triu_indices(6, -1, 8)] == 0) and not got["nan"].any()
+            # Kept entries may quantize to 0 at 8 bits, so "kept" is asserted over the whole triangle.
+            assert np.all(want["upper"][0][np.tril_indices(6, 0, 8)] == 0)
+            assert np.any(want["upper"][0][np.triu_indices(6, 1, 8)] != 0)
+            assert np.all(want["lower"][0][np.triu_indices(6, -1, 8)] == 0)
+            assert np.any(want["lower"][0][np.tril_indices(6, -2, 8)] != 0) and not got["nan"].any()
 
 
 @pytest.mark.parametrize("precision", ["w8a8", "w8a16"])
