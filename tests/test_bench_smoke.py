@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LIBRARIES = {"common.py", "end2end_head.py", "quant_peers.py", "real_data.py"}  # imported by the scripts, not run
+LIBRARIES = {"common.py", "end2end_head.py", "output_kinds.py", "quant_peers.py", "real_data.py"}  # imported by the scripts, not run
 
 # script -> (extra arguments, a text its output must hold)
 SMOKE = {
