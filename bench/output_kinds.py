@@ -97,41 +97,49 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), same.astype(np.float64))
 
 
-def match_rows(ref: tuple, out: tuple, threshold: float) -> list[tuple[int, int]]:
-    """One-to-one pairs (reference row, quantized row) of the same class at IoU >= 0.5, at least one of
-    the two a detection, the nearest (squared difference of box and score) first: a greedy match
-    (scipy's linear assignment is no dependency of the project; greedy by distance finds the same
-    pairs wherever rows of one object are closer to each other than to the next object's)."""
+def match_rows(ref: tuple, out: tuple, threshold: float) -> list[tuple[int | None, int | None]]:
+    """Pairs (reference row, quantized row) that cover every detection of either. Two rows can pair
+    when they have the same class and IoU >= 0.5. First one to one, the nearest (squared difference
+    of box and score) first, at least one of the two a detection: a greedy match (scipy's linear
+    assignment is no dependency of the project; greedy by distance finds the same pairs wherever the
+    rows of one object are closer to each other than to another object's). Then a detection left
+    over pairs with the nearest row of the other side it can pair with: a detector without NMS
+    gives an object several boxes, and the quantized model may pass the threshold with another
+    number of them. A detection with no such row pairs with nothing (None)."""
     (rb, rs, rc), (ob, os_, oc) = ref, out
-    ok = iou(rb, ob) >= MATCH_IOU
-    ok &= rc[:, None] == oc[None, :]
-    ok &= (rs > threshold)[:, None] | (os_ > threshold)[None, :]
-    i, j = np.nonzero(ok)
+    can = (iou(rb, ob) >= MATCH_IOU) & (rc[:, None] == oc[None, :])
     r_rows, o_rows = np.column_stack([rb, rs]), np.column_stack([ob, os_])
-    cost = np.sum((r_rows[i] - o_rows[j]) ** 2, axis=1)
+    cost = np.sum((r_rows[:, None, :] - o_rows[None, :, :]) ** 2, axis=2)
+    i, j = np.nonzero(can & ((rs > threshold)[:, None] | (os_ > threshold)[None, :]))
     used_r, used_o, pairs = set(), set(), []
-    for k in np.argsort(cost, kind="stable"):
+    for k in np.argsort(cost[i, j], kind="stable"):
         if i[k] not in used_r and j[k] not in used_o:
             used_r.add(i[k])
             used_o.add(j[k])
             pairs.append((int(i[k]), int(j[k])))
+    for k in np.nonzero(rs > threshold)[0]:
+        if k not in used_r:
+            near = np.nonzero(can[k])[0]
+            pairs.append((int(k), int(near[np.argmin(cost[k, near])]) if len(near) else None))
+    for k in np.nonzero(os_ > threshold)[0]:
+        if k not in used_o:
+            near = np.nonzero(can[:, k])[0]
+            pairs.append((int(near[np.argmin(cost[near, k])]) if len(near) else None, int(k)))
     return pairs
 
 
 def detection_errors(ref: tuple, out: tuple, threshold: float) -> tuple[float, float]:
-    """(squared error, squared reference) of one sample's detections over the matched rows (box and
-    score; the class is the match's), a detection without a partner compared with nothing (all its
-    row is error). Rows that are no detection in either are left out: the app never sees them."""
-    pairs = match_rows(ref, out, threshold)
+    """(squared error, squared reference) of one sample's detections over the pairs of match_rows
+    (box and score; the class is the pairing's); a detection paired with nothing is compared with
+    zeros (all its row is error). Rows that are no detection in either are left out: the app never
+    sees them."""
     r_rows, o_rows = np.column_stack([ref[0], ref[1]]), np.column_stack([out[0], out[1]])
-    err = sum(float(np.sum((r_rows[i] - o_rows[j]) ** 2)) for i, j in pairs)
-    sig = sum(float(np.sum(r_rows[i] ** 2)) for i, _ in pairs)
-    paired_r, paired_o = {i for i, _ in pairs}, {j for _, j in pairs}
-    for rows, scores, paired, is_ref in ((r_rows, ref[1], paired_r, True), (o_rows, out[1], paired_o, False)):
-        for k in np.nonzero(scores > threshold)[0]:
-            if k not in paired:
-                err += float(np.sum(rows[k] ** 2))
-                sig += float(np.sum(rows[k] ** 2)) if is_ref else 0.0
+    zero = np.zeros(r_rows.shape[1])
+    err = sig = 0.0
+    for i, j in match_rows(ref, out, threshold):
+        r, o = r_rows[i] if i is not None else zero, o_rows[j] if j is not None else zero
+        err += float(np.sum((r - o) ** 2))
+        sig += float(np.sum(r ** 2))
     return err, sig
 
 

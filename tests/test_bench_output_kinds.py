@@ -114,3 +114,18 @@ def test_the_default_verdict_counts_id_agreement_not_id_sqnr():
     results[0] = row("ours w8a8 auto", "ours", 0.01, 1)
     _, rows = bench_quant.default_rows([(info, results)])
     assert rows[0][header.index(">= both")].startswith("NO (")
+
+
+def test_a_second_box_of_a_found_object_pairs_with_it():
+    """A detector without NMS: the quantized model passes the threshold with one more box of an object
+    both find (compared with that object's box: a small error), where a box of no object the float
+    model found is compared with nothing."""
+    ref = ranked_rows(np.random.default_rng(6), samples=1)
+    second, stray = ref.copy(), ref.copy()
+    second[0, 0, 10] = ref[0, 0, 0] + [2, 2, 2, 2, 0, 0]        # 2 px from the top box, its class
+    second[0, 0, 10, 4] = 0.35                                     # a tail row that now passes 0.3
+    stray[0, 0, 10] = [500, 500, 560, 560, 0.35, ref[0, 0, 0, 5]]
+    near = score_detections(KIND, {"out": ref}, {"out": second})
+    far = score_detections(KIND, {"out": ref}, {"out": stray})
+    assert near.precision == 1.0 and far.precision < 1.0
+    assert far.sqnr + 10 < near.sqnr < float("inf")
