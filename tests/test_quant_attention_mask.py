@@ -1,10 +1,12 @@
-"""A transformer's key-padding mask of -inf, quantized (docs/quantization.md "Attention masks of -inf").
+"""A transformer's key-padding mask of -inf or finfo.min, quantized (docs/quantization.md "Attention
+masks of -inf").
 
-PyTorch exports masked_fill(~mask, -inf) added to the attention scores before Softmax. Calibration
-takes a Where's infinities (never a NaN, never another op's infinity) as saturating to the end of the
-encoding, and the converter makes Add(scores, Where(c, -inf, 0)) a Where(c, -inf, scores): the float
-path keeps onnxruntime's results, and quantized the masked keys get the lowest code of the scores'
-encoding, a Softmax weight of ~0, on the cpu simulation and on the npu alike, with padded inputs or not.
+PyTorch exports masked_fill(~mask, -inf) added to the attention scores before Softmax; Hugging Face
+writes torch.finfo(float32).min in place of -inf, also as (1 - mask) * finfo.min. Calibration takes a
+Where's fills (never a NaN, never another op's infinity) as saturating to the end of the encoding, and
+the converter makes Add(scores, Where(c, fill, 0)) a Where(c, fill, scores): the float path keeps
+onnxruntime's results, and quantized the masked keys get the lowest code of the scores' encoding, a
+Softmax weight of ~0, on the cpu simulation and on the npu alike, with padded inputs or not.
 """
 
 import json
@@ -25,12 +27,13 @@ from onnx_backend import QnnbBackend
 S, D, PADDED = 12, 16, 5  # tokens, width, padding tokens of a padded sample
 
 
+FINFO_MIN = float(np.finfo(np.float32).min)  # -3.4028235e38: Hugging Face's and PyTorch's "never" since 2023
+
+
 def _attention(fill_value: float = -np.inf, zero_value: float = 0.0, temperature: float = 1.0,
-               fill_scores: bool = False) -> onnx.ModelProto:
-    """One head of self-attention over x [1, S, D] whose keys the bool mask [1, S] selects, exported
-    as PyTorch does a key_padding_mask: Where(Not(mask), -inf, 0) reshaped to [1, 1, S] and added to
-    the scores, which are q·k / (sqrt(D) · temperature); with fill_scores, as scores.masked_fill(~mask,
-    -inf) is: Where(Not(mask) reshaped, -inf, scores), the form the converter gives the first."""
+               form: str = "added") -> onnx.ModelProto:
+    """One head of self-attention over x [1, S, D] whose keys the bool mask [1, S] selects, the
+    scores q·k / (sqrt(D) · temperature) masked by `form` (FORMS) with `fill_value`."""
     rng = np.random.default_rng(7)
     weights = {n: (rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32) for n in ("wq", "wk", "wv")}
     nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
@@ -39,24 +42,58 @@ def _attention(fill_value: float = -np.inf, zero_value: float = 0.0, temperature
              helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
              helper.make_node("MatMul", ["q", "kt"], ["product"]),
              helper.make_node("Mul", ["product", "inv_sqrt_d"], ["scores"]),
-             helper.make_node("Not", ["mask"], ["padding"]),
-             *([helper.make_node("Reshape", ["padding", "key_shape"], ["key_padding"]),
-                helper.make_node("Where", ["key_padding", "fill", "scores"], ["masked_scores"])] if fill_scores else
-               [helper.make_node("Where", ["padding", "fill", "zeros"], ["masked_fill"]),
-                helper.make_node("Reshape", ["masked_fill", "key_shape"], ["key_mask"]),
-                helper.make_node("Add", ["scores", "key_mask"], ["masked_scores"])]),
+             *FORMS[form],
              helper.make_node("Softmax", ["masked_scores"], ["weights"], axis=-1),
              helper.make_node("MatMul", ["weights", "v"], ["y"])]
     inits = [numpy_helper.from_array(v, n) for n, v in weights.items()] + [
         numpy_helper.from_array(np.array(1 / (np.sqrt(D) * temperature), np.float32), "inv_sqrt_d"),
         numpy_helper.from_array(np.array(fill_value, np.float32), "fill"),
-        *([] if fill_scores else [numpy_helper.from_array(np.full((1, S), zero_value, np.float32), "zeros")]),
+        numpy_helper.from_array(np.full((1, S), zero_value, np.float32), "zeros"),
+        numpy_helper.from_array(np.array(1, np.float32), "one"),
+        numpy_helper.from_array(np.array(0, np.float32), "zero"),
         numpy_helper.from_array(np.array([1, 1, S], np.int64), "key_shape")]
     graph = helper.make_graph(nodes, "masked_attention",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, D]),
                                helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, S])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S, D])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def _added(mask_nodes):
+    """The mask [1, S] the last of `mask_nodes` writes, as "key_mask" [1, 1, S], added to the scores."""
+    return [*mask_nodes, helper.make_node("Reshape", ["mask_fill", "key_shape"], ["key_mask"]),
+            helper.make_node("Add", ["scores", "key_mask"], ["masked_scores"])]
+
+
+def _inverted(to_float) -> list:
+    """1 - the mask as 0/1 floats, made by `to_float` (nodes from "mask" to "mask_float")."""
+    return [*to_float, helper.make_node("Sub", ["one", "mask_float"], ["inverted"])]
+
+
+_INVERTED = _inverted([helper.make_node("Cast", ["mask"], ["mask_float"], to=TensorProto.FLOAT)])
+_INVERTED_INT = _inverted([helper.make_node("Cast", ["mask"], ["mask_int"], to=TensorProto.INT64),
+                           helper.make_node("Cast", ["mask_int"], ["mask_float"], to=TensorProto.FLOAT)])
+_INVERTED_SELECTED = _inverted([helper.make_node("Where", ["mask", "one", "zero"], ["mask_float"])])
+# How exporters write a key-padding mask. added: PyTorch's key_padding_mask, masked_fill(~mask, fill)
+# added; filled: scores.masked_fill(~mask, fill), the form the converter gives the others; inverted:
+# Hugging Face's _expand_mask, (1 - mask).masked_fill((1 - mask).bool(), finfo.min) added; product:
+# BERT's extended attention mask, (1 - mask) * finfo.min added; *_int: of an int64 mask (an
+# attention_mask input); *_selected: of a 0/1 float mask no Cast made (the converter compares it with 0).
+FORMS = {
+    "added": [helper.make_node("Not", ["mask"], ["padding"]),
+              *_added([helper.make_node("Where", ["padding", "fill", "zeros"], ["mask_fill"])])],
+    "filled": [helper.make_node("Not", ["mask"], ["padding"]),
+               helper.make_node("Reshape", ["padding", "key_shape"], ["key_padding"]),
+               helper.make_node("Where", ["key_padding", "fill", "scores"], ["masked_scores"])],
+    "inverted": [*_INVERTED, helper.make_node("Cast", ["inverted"], ["padding"], to=TensorProto.BOOL),
+                 *_added([helper.make_node("Where", ["padding", "fill", "inverted"], ["mask_fill"])])],
+    "product": [*_INVERTED, *_added([helper.make_node("Mul", ["inverted", "fill"], ["mask_fill"])])],
+    "product_int": [*_INVERTED_INT, *_added([helper.make_node("Mul", ["inverted", "fill"], ["mask_fill"])])],
+    "product_selected": [*_INVERTED_SELECTED, *_added([helper.make_node("Mul", ["fill", "inverted"], ["mask_fill"])])],
+    "inverted_selected": [*_INVERTED_SELECTED, helper.make_node("Cast", ["inverted"], ["padding"], to=TensorProto.BOOL),
+                          *_added([helper.make_node("Where", ["padding", "fill", "inverted"], ["mask_fill"])])],
+}
 
 
 def _feeds(rng, padding: int) -> dict:
@@ -78,21 +115,42 @@ def _sqnr_db(ref, out) -> float:
     return float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / max(err, 1e-30)))
 
 
-def test_the_mask_becomes_a_where_and_float_keeps_its_infinities(tmp_path):
-    model = _attention()
+# (form, fill): every form with finfo.min, the added and filled forms with -inf too, and float16's lowest.
+FLOAT_CASES = [("added", -np.inf), ("added", FINFO_MIN), ("added", -65504.0), ("filled", FINFO_MIN),
+               ("inverted", FINFO_MIN), ("product", FINFO_MIN), ("product", -1e30), ("product_int", FINFO_MIN),
+               ("product_selected", FINFO_MIN), ("inverted_selected", FINFO_MIN)]
+
+
+@pytest.mark.parametrize("form,fill", FLOAT_CASES, ids=[f"{f}_{v:g}" for f, v in FLOAT_CASES])
+def test_the_mask_becomes_a_where_and_float_keeps_onnxruntimes_results(tmp_path, form, fill):
+    """Float, the Where gives what onnxruntime's Add does where a fill is at least 1e30 (fill + s rounds
+    to fill): the Softmax weights match to 1e-6, and a row with every key masked is uniform in both
+    (NaN with -inf in both: left out). float16's -65504 + s is not -65504: a row with a key unmasked
+    still weighs the masked ones e^-65000 = 0, but a row with every key masked is Softmax(s) in
+    onnxruntime and uniform in ours (a row with nothing to attend to: left out)."""
+    model = _attention(fill, form=form)
+    model.graph.output.append(helper.make_tensor_value_info("weights", TensorProto.FLOAT, [1, S, S]))
     graph = build_graph(_save(model, tmp_path))
-    assert "Add" not in {n.op_type for n in graph.nodes}  # Where(moves(c), -inf, scores) instead
-    assert "masked_fill" not in graph.tensors
+    assert "Add" not in {n.op_type for n in graph.nodes}  # Where(moves(c), fill, scores) instead
+    assert "mask_fill" not in graph.tensors
     ours = QnnbBackend.prepare(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    for padding in (0, PADDED):
+    for padding in (0, PADDED) + ((S,) if -np.inf < fill <= -1e30 else ()):
         feeds = _feeds(rng, padding)
-        np.testing.assert_allclose(ours.model.run(feeds)["y"], _onnxruntime(model, feeds), rtol=1e-5, atol=1e-6)
+        out, (y, weights) = ours.model.run(feeds), session.run(None, feeds)
+        np.testing.assert_allclose(out["weights"], weights, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(out["y"], y, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("fill,zero", [(-np.inf, 1.0), (np.nan, 0.0)], ids=["not_zero", "nan_fill"])
-def test_a_where_that_is_not_a_mask_stays_an_add(tmp_path, fill, zero):
-    graph = build_graph(_save(_attention(fill, zero), tmp_path))
+NOT_MASKS = [pytest.param(-np.inf, 1.0, "added", id="not_zero"), pytest.param(np.nan, 0.0, "added", id="nan_fill"),
+             pytest.param(-1e4, 0.0, "added", id="finite_not_lowest"),
+             pytest.param(-np.inf, 0.0, "product", id="product_of_inf")]  # 0 · -inf is NaN: not a mask
+
+
+@pytest.mark.parametrize("fill,zero,form", NOT_MASKS)
+def test_a_where_that_is_not_a_mask_stays_an_add(tmp_path, fill, zero, form):
+    graph = build_graph(_save(_attention(fill, zero, form=form), tmp_path))
     assert "Add" in {n.op_type for n in graph.nodes}
 
 
@@ -145,13 +203,17 @@ def test_the_condition_takes_the_masks_moves(tmp_path, moves):
 # Variants: the mask added (PyTorch's key_padding_mask); the same with the scores at temperature 10
 # (span about 1.6 instead of 16, where the lowest code of their own range would leave a masked key
 # exp(-1.6) of the largest weight: (3d) takes the range 16 below its top); masked_fill on the scores
-# (the Where the first becomes: the same numbers).
+# (the Where the first becomes: the same numbers); each with finfo.min (float16's lowest, -65504, once)
+# in place of -inf, in each of Hugging Face's forms (FORMS): the same numbers again, bit for bit.
 # (precision, variant, padding of the test inputs, SQNR floor in dB against onnxruntime's float
 # output at the unpadded positions, 1.5 below the measured; the npu within the LSB of y's encoding
 # docs/npu.md states for a whole model: 3 at 8 bits, 12 at 16.)
 # Measured 2026-12-02 (cpu = npu within 0.01 dB; npu - cpu 0 LSB at w8a8, at most 3 at w8a16):
 # w8a8 23.41, 23.04, 27.27, 23.04 dB; w8a16 43.22, 42.63, 46.01 dB. Without (3d) the narrow scores
-# gave 0.87 and 2.05 dB.
+# gave 0.87 and 2.05 dB. The finfo.min cases: the same as their -inf twins to 0.01 dB; without
+# taking finfo.min as a fill, calibration took -3.4e38 into the scores' range: w8a8 3.15 dB unpadded,
+# 3.78 padded; the float16 lowest gave NaN on the npu; the Cast forms did not run on the npu (a Cast
+# to float of the mask, which the npu has no kernel for; the converter now takes the mask itself).
 CASES = [
     pytest.param("w8a8", "added", 0, 21.9, 3, id="w8a8_unpadded"),
     pytest.param("w8a8", "added", PADDED, 21.5, 3, id="w8a8_padded"),
@@ -160,8 +222,24 @@ CASES = [
     pytest.param("w8a16", "added", 0, 41.7, 12, id="w8a16_unpadded"),
     pytest.param("w8a16", "added", PADDED, 41.1, 12, id="w8a16_padded"),
     pytest.param("w8a16", "narrow", PADDED, 44.5, 12, id="w8a16_padded_narrow_scores"),
+    pytest.param("w8a8", "finfo_added", 0, 21.9, 3, id="w8a8_unpadded_finfo_min_added"),
+    pytest.param("w8a8", "finfo_added", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_added"),
+    pytest.param("w8a8", "finfo_filled", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_masked_fill_on_the_scores"),
+    pytest.param("w8a8", "inverted", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_inverted_mask_filled"),
+    pytest.param("w8a8", "product", 0, 21.9, 3, id="w8a8_unpadded_finfo_min_times_inverted_mask"),
+    pytest.param("w8a8", "product", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_times_inverted_mask"),
+    pytest.param("w8a8", "product_int", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_times_inverted_int_mask"),
+    pytest.param("w8a8", "product_selected", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_times_inverted_float_mask"),
+    pytest.param("w8a8", "float16_added", PADDED, 21.5, 3, id="w8a8_padded_float16_lowest_added"),
+    pytest.param("w8a16", "inverted", PADDED, 41.1, 12, id="w8a16_padded_finfo_min_inverted_mask_filled"),
+    pytest.param("w8a16", "product", PADDED, 41.1, 12, id="w8a16_padded_finfo_min_times_inverted_mask"),
 ]
-VARIANTS = {"added": {}, "narrow": {"temperature": 10.0}, "filled": {"fill_scores": True}}
+VARIANTS = {"added": {}, "narrow": {"temperature": 10.0}, "filled": {"form": "filled"},
+            "finfo_added": {"fill_value": FINFO_MIN}, "finfo_filled": {"fill_value": FINFO_MIN, "form": "filled"},
+            "inverted": {"fill_value": FINFO_MIN, "form": "inverted"},
+            "product": {"fill_value": FINFO_MIN, "form": "product"}, "float16_added": {"fill_value": -65504.0},
+            "product_int": {"fill_value": FINFO_MIN, "form": "product_int"},
+            "product_selected": {"fill_value": FINFO_MIN, "form": "product_selected"}}
 
 
 @pytest.fixture(scope="module")

@@ -1,47 +1,72 @@
 """An additive attention mask becomes a selection:
 
-    Add(scores, moves(Where(c, -inf, 0)))  ->  Where(moves(c), -inf, scores)
+    Add(scores, moves(Where(c, FILL, 0)))              ->  Where(moves(c), FILL, scores)
+    Add(scores, moves(Where(Cast(x, bool), FILL, x)))  ->  Where(moves(Cast(x, bool)), FILL, scores)
+    Add(scores, moves(Mul(f, FILL)))                   ->  Where(moves(Equal(f, 0)), scores, FILL)
 
 where `moves` is a chain of shape-only nodes (Reshape, Expand, Unsqueeze, Squeeze, Flatten,
-Transpose) and the infinity is a one-element constant of either sign, on either side of the Where
-(Where(c, 0, -inf) gives Where(moves(c), scores, -inf)). PyTorch exports a key-padding mask so
-(masked_fill(~mask, -inf) reshaped to [B, heads, 1, S]), added to the scores before Softmax.
+Transpose) and FILL a one-element constant that means "never" (`is_fill`): an infinity of either
+sign, or a dtype's lowest finite value as PyTorch and Hugging Face write it (torch.finfo(dtype).min).
+PyTorch exports a key-padding mask as masked_fill(~mask, -inf) reshaped to [B, heads, 1, S]; Hugging
+Face as masked_fill of the inverted mask (1 - mask) by finfo.min (the Cast form), or as
+(1 - mask) * finfo.min (the Mul form, f the inverted 0/1 mask); either added to the scores before Softmax.
 
-In float the two are equal element by element (s + -inf = -inf, s + 0 = s), so the cpu path keeps
-onnxruntime's results. Quantized they are not: the mask alone holds only 0 and -inf, its range from
-its finite values is [0, 0], and an Add of codes would add nothing where the mask is -inf. The Where
-instead writes the scores' own encoding, and a masked position the lowest code of it (docs/
+In float the two are equal element by element: s + -inf = -inf; s + finfo.min rounds to finfo.min for
+any |s| < 1e31 (half its float32 step); s + 0 = s. The Mul form holds so for a 0/1 mask (f = 0 gives
+s + -0 = s, f = 1 gives s + FILL); a fractional f, which no mask holds, would differ before Softmax
+only. So the cpu path keeps onnxruntime's results. Quantized they are not equal: the mask alone
+holds only 0 and FILL, and an Add of codes would add nothing, or destroy the scores' range. The
+Where instead writes the scores' own encoding, and a masked position the lowest code of it (docs/
 quantization.md "Attention masks of -inf"). The condition's chain runs on bools: it moves bytes only.
 """
 
 import numpy as np
+import onnx
 
 from .graph import Graph, Node
 from .patterns import other_input
 
 MOVES = {"Reshape", "Expand", "Unsqueeze", "Squeeze", "Flatten", "Transpose", "Identity"}
 
+# A finite fill is a magnitude no score reaches: float32's and bfloat16's lowest (-3.4e38) and the
+# -1e30 some code writes lie beyond it; float16's lowest (-65504), where a model was float16, exactly.
+HUGE = 1e30
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def fill_values(values: np.ndarray) -> np.ndarray:
+    """Where `values` holds a mask's "never": an infinity, a magnitude of at least HUGE, or ±65504."""
+    magnitude = np.abs(values)
+    return (magnitude >= HUGE) | (magnitude == FLOAT16_MAX)
+
+
+def is_fill(value) -> bool:
+    """A float constant holding a mask's "never" (any entry of it)."""
+    return value is not None and value.dtype.kind == "f" and bool(fill_values(value).any())
+
 
 def select_masked_scores(graph: Graph) -> None:
     producer = graph.producers()
-    moved_conditions: dict[str, str] = {}  # a mask tensor -> its condition moved the same way
+    moved_conditions: dict[str, tuple[str, bool]] = {}  # a mask tensor -> (its condition moved, masks when true)
     replaced: dict[int, list[Node]] = {}
     for add in graph.nodes:
         if add.op_type != "Add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
             continue
         for mask in add.inputs:
-            chain = _mask_chain(graph, producer, mask)
-            if chain is None:
+            found = _mask_chain(graph, producer, mask)
+            if found is None:
                 continue
-            where, moves, infinite = chain
+            source, moves, fill, factor = found
             scores = other_input(add, mask)
             if graph.tensor(add.outputs[0]).shape != graph.tensor(scores).shape:
                 continue  # the mask would widen the scores: keep the Add's broadcast
             nodes = []
             if mask not in moved_conditions:
-                moved_conditions[mask] = _move_condition(graph, where.inputs[0], moves, nodes)
-            values = [where.inputs[1], scores] if infinite == 1 else [scores, where.inputs[2]]
-            nodes.append(Node(add.name, "Where", [moved_conditions[mask], *values], list(add.outputs)))
+                condition, masks_when_true = _condition(graph, producer, source, fill, factor, nodes)
+                moved_conditions[mask] = _move_condition(graph, condition, moves, nodes), masks_when_true
+            condition, masks_when_true = moved_conditions[mask]
+            values = [fill, scores] if masks_when_true else [scores, fill]
+            nodes.append(Node(add.name, "Where", [condition, *values], list(add.outputs)))
             replaced[id(add)] = nodes
             break
     if not replaced:
@@ -51,26 +76,79 @@ def select_masked_scores(graph: Graph) -> None:
 
 
 def _mask_chain(graph: Graph, producer, name):
-    """(the Where, the moves after it in order, the Where's input index of the infinity) when `name`
-    is moves(Where(c, ±inf, 0)) or moves(Where(c, 0, ±inf)), else None."""
+    """(the Where or Mul, the moves after it in order, the fill's name, the inverted 0/1 mask f of
+    the Cast and Mul forms or None) when `name` is one of the module's mask forms, else None."""
     moves = []
     node = producer.get(name)
     while node is not None and node.op_type in MOVES:
         moves.append(node)
         node = producer.get(node.inputs[0])
-    if node is None or node.op_type != "Where":
+    if node is None or node.op_type not in ("Where", "Mul"):
         return None
-    if graph.tensor(node.inputs[0]).shape != graph.tensor(node.outputs[0]).shape:
-        return None  # the values widen the condition: the moves would not fit it
-    a, b = graph.const(node.inputs[1]), graph.const(node.inputs[2])
-    for index, infinite, zero in ((1, a, b), (2, b, a)):
-        if _one_infinity(infinite) and zero is not None and zero.dtype.kind == "f" and not np.any(zero):
-            return node, moves[::-1], index
+    fill = _fill_index(graph, node)
+    if fill is None:
+        return None
+    shaped = node.inputs[0] if node.op_type == "Where" else node.inputs[1 - fill]  # the condition or factor
+    if graph.tensor(shaped).shape != graph.tensor(node.outputs[0]).shape:
+        return None  # the values widen it: the moves would not fit it
+    if node.op_type == "Mul":
+        factor = node.inputs[1 - fill]
+        if graph.const(factor) is not None or not np.isfinite(graph.const(node.inputs[fill])).all():
+            return None  # 0 · inf is NaN: the source's own mask is not one where f = 0
+        return node, moves[::-1], node.inputs[fill], factor
+    other = node.inputs[3 - fill]
+    zero = graph.const(other)
+    if zero is not None and zero.dtype.kind == "f" and not np.any(zero):
+        return node, moves[::-1], node.inputs[fill], None
+    cast = producer.get(node.inputs[0])
+    if fill == 1 and _casts_to(cast, onnx.TensorProto.BOOL) and cast.inputs[0] == other:
+        return node, moves[::-1], node.inputs[fill], other  # where the condition is false, f is 0
     return None
 
 
-def _one_infinity(value) -> bool:
-    return value is not None and value.dtype.kind == "f" and value.size == 1 and bool(np.isinf(value).all())
+def _fill_index(graph: Graph, node: Node):
+    """The input index of a one-element fill constant among the node's values, else None."""
+    indices = (1, 2) if node.op_type == "Where" else (0, 1)
+    if len(node.inputs) != len(indices) + (node.op_type == "Where"):
+        return None
+    for index in indices:
+        value = graph.const(node.inputs[index])
+        if value is not None and value.size == 1 and value.dtype.kind == "f" and fill_values(value).all():
+            return index
+    return None
+
+
+def _casts_to(node, dtype: int) -> bool:
+    return node is not None and node.op_type == "Cast" and int(node.attrs.get("to", -1)) == dtype
+
+
+def _condition(graph: Graph, producer, source: Node, fill: str, factor, nodes: list[Node]) -> tuple[str, bool]:
+    """(the bool condition of a mask form, whether true masks), new nodes appended to `nodes`. The
+    Cast and Mul forms' f = 1 - Cast(m) of a bool or integer 0/1 mask m: m itself, as bools, so the
+    condition never passes through float (and the Cast to float, which the npu has no kernel for,
+    goes); another f: f = 0 where nothing is masked."""
+    if factor is None:
+        return source.inputs[0], source.inputs[1] == fill
+    sub = producer.get(factor)
+    if sub is not None and sub.op_type == "Sub" and _is_one(graph.const(sub.inputs[0])) \
+            and _casts_to(producer.get(sub.inputs[1]), onnx.TensorProto.FLOAT):
+        mask = producer[sub.inputs[1]].inputs[0]
+        if graph.tensor(mask).dtype == np.bool_:
+            return mask, False
+        if graph.tensor(mask).dtype.kind in "iu":
+            out = graph.add_activation(mask + "_bool", np.bool_, graph.tensor(mask).shape)
+            nodes.append(Node(sub.name + "_condition", "Cast", [mask], [out], {"to": onnx.TensorProto.BOOL}))
+            return out, False
+    if source.op_type == "Where":
+        return source.inputs[0], True
+    zero = graph.add_const(factor + "_zero", np.zeros((), graph.tensor(factor).dtype))
+    out = graph.add_activation(factor + "_is_zero", np.bool_, graph.tensor(factor).shape)
+    nodes.append(Node(source.name + "_condition", "Equal", [factor, zero], [out]))
+    return out, False
+
+
+def _is_one(value) -> bool:
+    return value is not None and value.size == 1 and float(value.reshape(())) == 1.0
 
 
 def _move_condition(graph: Graph, condition: str, moves: list[Node], nodes: list[Node]) -> str:

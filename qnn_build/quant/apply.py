@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import QnnBuildError
 from ..ir.graph import Graph, Node
+from ..ir.mask_select import is_fill
 from ..ops.kinds import VALUE_KEEPERS
 from ..options import QUANTIZATION, Precision
 from .calibrate import Stats, masked_tensors
@@ -261,8 +262,8 @@ MASK_DEPTH = 16.0
 
 
 def _scores_of(graph, where) -> str:
-    """The operand of a masking Where(c, -inf, scores) that is not the infinite constant."""
-    return next(n for n in where.inputs[1:3] if graph.const(n) is None or np.isfinite(graph.const(n)).all())
+    """The operand of a masking Where(c, -inf, scores) that is not the fill constant (-inf, finfo.min)."""
+    return next(n for n in where.inputs[1:3] if not is_fill(graph.const(n)))
 
 
 def _deep(scores, bits: int) -> bool:
@@ -272,9 +273,9 @@ def _deep(scores, bits: int) -> bool:
 
 
 def _masks(node, index, values, graph) -> bool:
-    """The infinite value operand of a Where whose output is integer-encoded."""
+    """The fill value operand (-inf, finfo.min) of a Where whose output is integer-encoded."""
     out = graph.tensor(node.outputs[0]).encoding
-    return node.op_type == "Where" and index in (1, 2) and bool(np.isinf(values).any()) \
+    return node.op_type == "Where" and index in (1, 2) and is_fill(values) \
         and out is not None and not out.is_float
 
 

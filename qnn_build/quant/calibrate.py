@@ -14,6 +14,7 @@ import numpy as np
 
 from ..data.npz import save_npz
 from ..errors import QnnBuildError
+from ..ir.mask_select import fill_values, is_fill
 from ..log import progress
 from ..ops.kinds import VALUE_KEEPERS
 
@@ -56,28 +57,24 @@ class Stats(dict):
 
 
 def masked_tensors(graph) -> frozenset:
-    """Tensors that may hold an infinity by design: a Where's output where one value operand is a
-    constant holding one (an attention mask's -inf, ir/mask_select.py), and moves of it."""
+    """Tensors that may hold a mask's "never" by design: a Where's output where one value operand is
+    a constant holding one (an attention mask's -inf or finfo.min, ir/mask_select.py), and moves of it."""
     out = set()
     for node in graph.nodes:
-        if node.op_type == "Where" and any(_infinite(graph.const(n)) for n in node.inputs[1:3]):
+        if node.op_type == "Where" and any(is_fill(graph.const(n)) for n in node.inputs[1:3]):
             out.add(node.outputs[0])
         elif node.op_type in VALUE_KEEPERS and node.inputs[0] in out:
             out.update(o for o in node.outputs if o)
     return frozenset(out)
 
 
-def _infinite(value) -> bool:
-    return value is not None and value.dtype.kind == "f" and bool(np.isinf(value).any())
-
-
 def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins: int = HIST_BINS,
                   constants: frozenset = frozenset(), masked: frozenset = frozenset()) -> Stats:
     """Run `model` (a runtime Model with keep_tensors=True) over the samples: two passes. The
     tensors named in `constants` are left out: their values are known (and may be infinite by
-    design: the -inf a max-reduction starts from). Those in `masked` may hold infinities (never
-    NaN): their statistics are of their finite values; an infinity saturates to the end of the
-    encoding (docs/quantization.md "Attention masks of -inf")."""
+    design: the -inf a max-reduction starts from). Those in `masked` may hold a mask's fill (an
+    infinity or finfo.min; never NaN): their statistics are of their other values; a fill saturates
+    to the end of the encoding (docs/quantization.md "Attention masks of -inf")."""
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     sums: dict[str, np.ndarray] = {}
@@ -114,10 +111,10 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
 
 
 def _finite(name: str, t: np.ndarray, masked: frozenset) -> np.ndarray:
-    """`t` when every value is finite; a masked tensor's finite values; else the error."""
-    finite = np.isfinite(t)
-    if finite.all():
-        return t
+    """A masked tensor's values but its fills (finfo.min is finite, yet no value of the scores); else
+    `t` when every value is finite; else the error."""
     if name in masked and not np.isnan(t).any():
-        return t[finite]
+        return t[~fill_values(t)]
+    if np.isfinite(t).all():
+        return t
     raise QnnBuildError(f"calibration: tensor '{name}' became NaN or Inf")

@@ -115,7 +115,8 @@ def _broadcast_params(enc: Encoding, shape: tuple[int, ...]):
 def quantize(x: np.ndarray, enc: Encoding) -> np.ndarray:
     """Equation (2), round half to even; returns int64."""
     scales, offsets = _broadcast_params(enc, x.shape)
-    q = np.round(x.astype(np.float32) / scales) - offsets
+    with np.errstate(over="ignore"):  # a mask's finfo.min over a scale below 1 is -inf: the clip's q_min
+        q = np.round(x.astype(np.float32) / scales) - offsets
     # Clip in float64, which holds 2^31 - 1 exactly (a float32 clip of an int32 bias would round up
     # to 2^31 and wrap to -2^31), and before the integer cast, which a value far out of range (a
     # weight over a minimal scale) would overflow.
