@@ -1,5 +1,6 @@
 """npu lookup tables for unary ops: docs/npu.md (N6) for 8-bit inputs, the knots of (N7) for
-16-bit inputs, or (N7a) a whole table of every 16-bit code for the ops in EXACT_16BIT. The smooth
+16-bit inputs, or (N7a) a whole table of every 16-bit code for the ops in EXACT_16BIT and wherever
+the knots miss by more than one code (a kink between two knots). The smooth
 functions are evaluated in float64 at convert time; the step functions (STEP_OPS, (N7b)) in the
 cpu simulation's own float32 arithmetic, one entry per code at any width."""
 
@@ -12,7 +13,6 @@ from ..quant.encoding import dequantize, quantize
 from .common import enc, scale, zp
 
 KNOT_STEP = 64
-KNOTS = 65536 // KNOT_STEP + 1
 
 # (N7a): ops where a straight line between two knots 64 codes apart is off by many output codes get
 # one entry per 16-bit code (65,536) instead: Sqrt, whose slope is unbounded at 0 (hundreds of
@@ -62,21 +62,30 @@ def _unary_fn(node: Node):
 
 
 def lut(node: Node, graph: Graph) -> dict:
-    """(N6) for 8-bit inputs, (N7a) for a 16-bit input of an op in EXACT_16BIT, else the knots of (N7)."""
+    """(N6) for 8-bit inputs; for 16-bit inputs the knots of (N7), or (N7a) for an op in EXACT_16BIT
+    or where the knots miss (N7a)'s table by more than one code."""
     x, y = node.inputs[0], node.outputs[0]
     ex, ey = enc(graph, x), enc(graph, y)
     f = _unary_fn(node)
     sx, zx, sy, zy = scale(graph, x), zp(graph, x), scale(graph, y), zp(graph, y)
     qmax = (1 << ey.bitwidth) - 1
+    q = np.arange(256 if ex.bitwidth <= 8 else 65537, dtype=np.float64)  # 16 bits: the last knot too
     with np.errstate(all="ignore"):
-        if ex.bitwidth <= 8 or node.op_type in EXACT_16BIT:
-            q = np.arange(256 if ex.bitwidth <= 8 else 65536, dtype=np.float64)
-            t = np.clip(np.round(f(sx * (q - zx)) / sy) + zy, 0, qmax)
-        else:
-            q = np.arange(KNOTS, dtype=np.float64) * KNOT_STEP
-            t = np.round(f(sx * (q - zx)) / sy) + zy
-            t = np.clip(np.nan_to_num(t, nan=0.0, posinf=2.0 ** 30, neginf=-2.0 ** 30), -2.0 ** 30, 2.0 ** 30)
-    return {"npu_lut": [int(v) for v in t]}
+        t = np.round(f(sx * (q - zx)) / sy) + zy
+    t = np.clip(np.nan_to_num(t, nan=0.0, posinf=2.0 ** 30, neginf=-2.0 ** 30), -2.0 ** 30, 2.0 ** 30).astype(np.int64)
+    if ex.bitwidth <= 8:
+        return {"npu_lut": [int(v) for v in np.clip(t, 0, qmax)]}
+    exact, knots = np.clip(t[:65536], 0, qmax), t[::KNOT_STEP]
+    if node.op_type in EXACT_16BIT or np.abs(interpolate(knots, qmax) - exact).max() > 1:
+        return {"npu_lut": [int(v) for v in exact]}
+    return {"npu_lut": [int(v) for v in knots]}
+
+
+def interpolate(knots: np.ndarray, qmax: int) -> np.ndarray:
+    """(N7) for every 16-bit code, as runtime/npu/lut.cpp computes it from the knots."""
+    k, r = np.divmod(np.arange(65536, dtype=np.int64), KNOT_STEP)
+    lo, hi = knots[k], knots[k + 1]
+    return np.clip(lo + (((hi - lo) * r + KNOT_STEP // 2) >> 6), 0, qmax)
 
 
 def _mod_fn(node: Node, graph: Graph):

@@ -125,21 +125,28 @@ def unary_function(op: str, attrs: dict):
     }[op]
 
 
-EXACT_16BIT = ("Sqrt", "Sin", "Cos", "Selu")  # (N7a)
+EXACT_16BIT = ("Sqrt", "Sin", "Cos", "Selu")  # (N7a) always
 
 
 def lut_table(op, attrs, ex, ey, exact=None) -> np.ndarray:
-    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of EXACT_16BIT: T[q] for
-    q = 0..65535; (N7) for other 16-bit inputs: the 1025 knots at every 64th code, unclamped (the
-    last at code 65536). `exact` overrides whether a 16-bit input gets (N7a)."""
+    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of EXACT_16BIT, or where
+    the knots would miss it by more than one code: T[q] for q = 0..65535; (N7) for other 16-bit
+    inputs: the 1025 knots at every 64th code, unclamped (the last at code 65536). `exact` overrides
+    whether a 16-bit input gets (N7a)."""
     f = unary_function(op, attrs)
-    whole = ex.bitwidth <= 8 or (op in EXACT_16BIT if exact is None else exact)
-    q = np.arange(256 if ex.bitwidth <= 8 else 65536, dtype=np.float64) if whole else np.arange(1025, dtype=np.float64) * 64
+    if ex.bitwidth <= 8:
+        return _codes(f, np.arange(256), ex, ey, clamp=True)
+    whole = _codes(f, np.arange(65536), ex, ey, clamp=True)
+    knots = _codes(f, np.arange(1025) * 64, ex, ey, clamp=False)
+    if exact is None:
+        exact = op in EXACT_16BIT or np.abs(np.clip(interpolate(knots, np.arange(65536)), 0, qmax(ey)) - whole).max() > 1
+    return whole if exact else knots
+
+
+def _codes(f, q, ex, ey, clamp):
     with np.errstate(invalid="ignore"):
-        t = np.round(f(scale(ex) * (q - zp(ex))) / scale(ey)) + zp(ey)
-    if whole:
-        t = np.clip(t, 0, qmax(ey))
-    return t.astype(np.int64)
+        t = np.round(f(scale(ex) * (q.astype(np.float64) - zp(ex))) / scale(ey)) + zp(ey)
+    return (np.clip(t, 0, qmax(ey)) if clamp else t).astype(np.int64)
 
 
 def interpolate(table, q):
