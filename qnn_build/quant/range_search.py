@@ -20,6 +20,7 @@ from ..log import progress
 from ..ops.kinds import VALUE_KEEPERS
 from .apply import quantize_graph
 from .encoding import activation_encoding
+from .ranked_values import MIXED_BITS, carried_on, mixed_scale_concats, ranked_tensors
 from .ranges import choose_range
 
 SEARCH_START = "minmax"                 # the fixed method the search starts from
@@ -108,16 +109,19 @@ def _best_method(scorer, stats) -> SearchResult:
     """(21): each fixed method of AUTO_METHODS for every searched tensor at once, in order; a method
     replaces the current one only if it lowers (13) significantly (16), so minmax stays unless another
     method is better on the calibration samples as a whole, not on a few of them."""
+    fixed, structural = _structural_ranges(scorer, stats)
     best = start = None
     for method, p in AUTO_METHODS:
         ranges = {name: tuple(float(v) for v in choose_range(stats[name].min, stats[name].max, stats[name].hist,
                                                              bits, method, p if p is not None else 99.99))
                   for name, (_, _, bits) in scorer.start.items()}
+        ranges.update(fixed)
         e = scorer.error(ranges)
         if best is None or _significantly_lower(e, best[1]):
             best = (ranges, e, _method_label(method, p))
         start = e if start is None else start
     ranges, e, label = best
+    label += "".join(f", {what}" for what in structural)
     evaluations, corrected, wide = len(AUTO_METHODS), False, []
     tried, families, kept = [], [], []
     for what, found in (("squares", square_tensors), ("recurrence inputs", recurrence_inputs)):
@@ -142,6 +146,20 @@ def _best_method(scorer, stats) -> SearchResult:
                if _encoding_key(*ranges[n][:2], ranges[n][2] if len(ranges[n]) > 2 else bits)
                != _encoding_key(lo, hi, bits)]
     return SearchResult(ranges, float(start.sum()), float(e.sum()), evaluations, changed, label, corrected, wide)
+
+
+def _structural_ranges(scorer, stats) -> tuple[dict, list]:
+    """(21e): every method's ranges take these: ranked values (and what they are computed from) at
+    their minmax ranges, mixed-scale Concats and what carries their values on at MIXED_BITS too.
+    Returns (tensor -> range, what the label says)."""
+    mixed = mixed_scale_concats(scorer.graph, stats)
+    wide = [n for n in carried_on(scorer.graph, mixed) if n in scorer.start and scorer.start[n][2] < MIXED_BITS]
+    ranked = [n for n in ranked_tensors(scorer.graph, mixed) if n in scorer.start]
+    fixed = {n: (stats[n].min, stats[n].max) for n in ranked}
+    fixed.update({n: (stats[n].min, stats[n].max, MIXED_BITS) for n in wide})
+    said = (["ranked values at minmax"] if ranked else []) + \
+        ([f"mixed-scale concats at {MIXED_BITS} bits"] if wide else [])
+    return fixed, said
 
 
 def square_tensors(graph) -> list[str]:

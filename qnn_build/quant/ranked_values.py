@@ -1,0 +1,85 @@
+"""act_range auto's structural rules for values that are ranked, or carried side by side with values
+of another scale (docs/quantization.md (21e)): a detector's head, where boxes in pixels and scores
+in 0-1 share one Concat, and TopK / ReduceMax / ArgMax (in the graph or after it) pick the peaks.
+
+- A Concat whose output spans MIXED_SCALE times the range of one of its inputs would leave that input
+  fewer than 4 codes at 8 bits: it, and what carries its values on, takes 16 bits.
+- What is ranked (and what it is computed from through ops that keep the order of the peaks) takes
+  its minmax range: a clipping range saves codes for the many and flattens the few largest values,
+  the very ones a ranking picks; the output's overall error, which (16) scores, barely sees them.
+"""
+
+import numpy as np
+
+from ..ops.kinds import VALUE_KEEPERS
+
+# A Concat's output range over its narrowest input's at which that input keeps under 4 of the 255
+# 8-bit steps (255 / 64). Measured (4 calibration samples of bench/real_data.py): a detector's
+# output that concatenates pixels and scores 1,000 to 4,200 (YOLOv8n, YOLO26n), every feature and
+# head Concat of the zoo and the real models 15 or less (YOLOX's raw output).
+MIXED_SCALE = 64.0
+MIXED_BITS = 16
+
+RANKING_OPS = frozenset({"TopK", "ReduceMax", "ReduceMin", "ArgMax", "ArgMin"})
+# Output values that are input values, or selections of them, carried on unchanged (forward).
+_CARRIERS = frozenset({"ReduceMax", "ReduceMin", "Concat"})
+# Ops whose output's peaks are their inputs' peaks, moved or scaled (backward from a ranking):
+# monotone functions, and products and sums (a score = objectness x class score).
+_PEAK_KEEPERS = frozenset({"Concat", "Sigmoid", "Tanh", "Relu", "LeakyRelu", "Clip", "HardSigmoid", "Exp",
+                           "Softplus", "Mul", "Div", "Add", "Sub"})
+
+
+def mixed_scale_concats(graph, stats) -> list[str]:
+    """The outputs of the Concats whose range is at least MIXED_SCALE times an input's (calibrated)."""
+    found = []
+    for node in graph.nodes:
+        if node.op_type != "Concat" or node.outputs[0] not in stats:
+            continue
+        widths = [stats[i].max - stats[i].min for i in node.inputs if i in stats]
+        out = stats[node.outputs[0]].max - stats[node.outputs[0]].min
+        narrowest = min((w for w in widths if w > 0), default=0.0)
+        if len(widths) > 1 and narrowest > 0 and out >= MIXED_SCALE * narrowest:
+            found.append(node.outputs[0])
+    return found
+
+
+def carried_on(graph, starts) -> list[str]:
+    """`starts` and the tensors that carry their values on: value keepers of them, their maxima and
+    minima, Concats that take them (up to the graph's outputs)."""
+    consumers = graph.consumers()
+    found, todo = set(), list(starts)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        for node in consumers.get(name, []):
+            if node.op_type in _CARRIERS or (node.op_type in VALUE_KEEPERS and node.inputs[0] == name):
+                todo += [o for o in node.outputs if o and _is_float(graph, o)]
+    return [n for n in graph.tensors if n in found]
+
+
+def ranked_tensors(graph, mixed=()) -> list[str]:
+    """What a ranking op reads, and the inputs of the `mixed` Concats (a detector's raw output, ranked
+    after the graph), back through value keepers and _PEAK_KEEPERS to the tensors that compute them."""
+    producer = graph.producers()
+    todo = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS]
+    todo += [i for n in graph.nodes if n.op_type == "Concat" and n.outputs[0] in set(mixed) for i in n.inputs if i]
+    found = set()
+    while todo:
+        name = todo.pop()
+        if name in found or not _is_float(graph, name) or graph.tensor(name).is_const:
+            continue
+        found.add(name)
+        node = producer.get(name)
+        if node is None:
+            continue
+        if node.op_type in VALUE_KEEPERS:
+            todo.append(node.inputs[0])
+        elif node.op_type in _PEAK_KEEPERS or node.op_type in RANKING_OPS:
+            todo += [i for i in node.inputs if i]
+    return [n for n in graph.tensors if n in found]
+
+
+def _is_float(graph, name) -> bool:
+    return graph.tensor(name).dtype == np.float32
