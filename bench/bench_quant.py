@@ -40,7 +40,8 @@ w8a8 peer's? w8a16 - w8a8 in dB (target >= 15), and w4a16 vs w8a16 (target: with
 transformer_block). A model's SQNR is its worst output's (ids have none). The default's table,
 whose verdict also needs each ids output's agreement >= the peer's, gives its lead over
 the best onnxruntime row with the standard deviation of that difference over the test samples (a
-paired bootstrap): a shortfall within two of them is the test set's noise, not a method's.
+paired bootstrap; an ids output's agreement the same way, in points of %): a shortfall within two
+of them is the test set's noise, not a method's.
 
 Peers are benchmark-only dependencies: pip install nncf openvino onnx_ir.
 """
@@ -275,6 +276,8 @@ class Result:
     left_float: list[str] = field(default_factory=list)  # op types whose outputs stay float (peers)
     # per SQNR measure: (squared error, squared reference) of each test sample, for the noise of a difference
     per_sample: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    # per ids measure: the share of each test sample's ids equal to the float model's
+    ids_per_sample: list[np.ndarray] = field(default_factory=list)
 
     @property
     def score(self) -> float | None:
@@ -293,6 +296,8 @@ def measure(setting, outs, ref, labels, seconds, kinds, names, note="", n_quanti
     for k, kind in enumerate(kinds):
         if isinstance(kind, Ids):
             r.agree[k] = id_agreement(ref[kind.output], outs[kind.output])
+            same = outs[kind.output] == ref[kind.output]
+            r.ids_per_sample.append(same.reshape(len(same), -1).mean(axis=1))
         elif isinstance(kind, Detections):
             d = score_detections(kind, ref, outs)
             r.sqnr[k], r.recall[k], r.precision[k] = d.sqnr, d.recall, d.precision
@@ -330,6 +335,13 @@ def difference_sd(a: Result, b: Result) -> float:
         d = scores(a) - scores(b)
     d = d[np.isfinite(d)]
     return float(np.std(d)) if len(d) else 0.0
+
+
+def agreement_difference_sd(a: np.ndarray, b: np.ndarray) -> float:
+    """The standard deviation of mean(a) - mean(b) for two rows' per-sample id agreements, by the
+    same paired bootstrap as difference_sd."""
+    idx = np.random.default_rng(0).integers(0, len(a), size=(BOOTSTRAP_ROUNDS, len(a)))
+    return float(np.std(a[idx].mean(1) - b[idx].mean(1)))
 
 
 def short_reason(e: BaseException) -> str:
@@ -489,7 +501,7 @@ def measure_columns(kind) -> list[str]:
 
 
 def fmt_share(v, percent=False) -> str:
-    return "n/a" if v is None else f"{v * 100:.1f} %" if percent else f"{v:.3f}"
+    return "n/a" if v is None else f"{v * 100:.2f} %" if percent else f"{v:.3f}"
 
 
 def measure_cells(r: Result, k: int, kind) -> list[str]:
@@ -646,6 +658,20 @@ def default_cell(r: Result, kinds) -> str:
     return " / ".join(parts)
 
 
+def noted(d: float, sd: float, text: str) -> str:
+    return text + (", within noise" if d < 0 and -d <= 2 * sd else "")
+
+
+def ids_leads(ours: Result, measured: list[Result], kinds) -> list[str]:
+    """Each ids output's agreement over the best peer's (in points of %), with its σ."""
+    out = []
+    for n, (k, kind) in enumerate((k, kind) for k, kind in enumerate(kinds) if isinstance(kind, Ids)):
+        top = max(measured, key=lambda r: r.agree[k])
+        d, sd = ours.agree[k] - top.agree[k], agreement_difference_sd(ours.ids_per_sample[n], top.ids_per_sample[n])
+        out.append(noted(d, sd, f"{kind.output} {d * 100:+.2f} % ({sd * 100:.2f})"))
+    return out
+
+
 def differences(ours: Result, peer: Result, kinds) -> tuple[list[str], bool]:
     """(ours - peer, per measure of the verdict: the SQNR and each ids' agreement; ours >= peer on all)."""
     texts, ok = [], True
@@ -681,12 +707,15 @@ def default_rows(all_results) -> tuple[list[str], list[list[str]]]:
         compared = [differences(ours, r, kinds) for r in measured]
         verdict = "n/a" if not measured else "yes" if all(ok for _, ok in compared) else \
             "NO (" + "; ".join(", ".join(texts) for texts, _ in compared) + ")"
-        lead = "n/a"
+        leads = []
         scored = [r for r in measured if r.score is not None]
         if scored and ours.score is not None:
             top = max(scored, key=lambda r: r.score)
             d, sd = ours.score - top.score, difference_sd(ours, top)
-            lead = f"{d:+.2f} ({sd:.2f})" + (", within noise" if d < 0 and -d <= 2 * sd else "")
+            leads.append(noted(d, sd, f"{d:+.2f} ({sd:.2f})"))
+        if measured:
+            leads += ids_leads(ours, measured, kinds)
+        lead = "; ".join(leads) or "n/a"
         ratio = f"{ours.seconds / plain.seconds:.1f}x" if plain and plain.seconds and ours.seconds else "n/a"
         rows.append([info["name"], default_cell(ours, kinds), *cells, verdict, lead, ratio, measure_text(kinds)])
     return header, rows

@@ -111,9 +111,12 @@ def test_the_default_verdict_counts_id_agreement_not_id_sqnr():
     header, rows = bench_quant.default_rows([(info, results)])
     assert rows[0][header.index(">= both")] == "yes"
     assert rows[0][-1] == "SQNR of logits; ids agreement of predictions"
+    assert "; predictions +0.00 % (0.00)" in rows[0][header.index("default - best peer (σ)")]
     results[0] = row("ours w8a8 auto", "ours", 0.01, 1)
     _, rows = bench_quant.default_rows([(info, results)])
     assert rows[0][header.index(">= both")].startswith("NO (")
+    lead = rows[0][header.index("default - best peer (σ)")]
+    assert "predictions -0.78 % (0.77), within noise" in lead   # 1 of 128 ids, in 1 of the 16 samples
 
 
 def test_a_second_box_of_a_found_object_pairs_with_it():
