@@ -12,8 +12,8 @@ from ..ir.mask_select import is_fill
 from ..ops.kinds import VALUE_KEEPERS
 from ..options import QUANTIZATION, Precision
 from .calibrate import Stats, masked_tensors
-from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, fp16_encoding, headroom, quantize,
-                       storage_dtype, symmetric_encoding)
+from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, fp16_encoding, headroom,
+                       integer_encoding, integer_valued, quantize, storage_dtype, symmetric_encoding)
 from .ranges import choose_range, weight_absmax
 
 # The defaults are the option table's (qnn_build/options.py QUANTIZATION), by spec key.
@@ -211,7 +211,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
     # At 16 bits a wider range costs nothing, while a value past the range of its own time step is
     # clipped: every step of a role shares one encoding. At 8 bits each step keeps its own range.
     shared = _shared_ranges(graph, stats) if rec_bits >= 16 else {}
-    masked = masked_tensors(graph)
+    masked, integers = masked_tensors(graph), integer_valued(graph)
     mask_scores = {_scores_of(graph, producer[n]) for n in masked if producer[n].op_type == "Where"}
     for name in activation_names(graph):
         t = graph.tensor(name)
@@ -251,7 +251,7 @@ def _encode_activations(graph, precision, stats, options, pinned, act_ranges, fr
             lo = _flat_cut(graph, name, consumers, lo)
             if name in masked or name in mask_scores:  # (3d)
                 lo = min(lo, hi - MASK_DEPTH)
-            t.encoding = activation_encoding(lo, hi, bits)
+            t.encoding = (integer_encoding if name in integers else activation_encoding)(lo, hi, bits)  # (3e)
     return chosen
 
 

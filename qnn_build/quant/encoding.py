@@ -56,6 +56,35 @@ def activation_encoding(lo: float, hi: float, bits: int) -> Encoding:
                     mins=np.array([scale * offset]), maxs=np.array([scale * (offset + levels)]))
 
 
+# Ops whose outputs hold integers only; Mod's do when both operands do (a constant divisor of integers).
+INTEGER_OPS = ("Floor", "Ceil", "Round", "Sign")
+
+
+def integer_valued(graph) -> set[str]:
+    """The float activations of `graph` that hold integers only, by the ops that produce them."""
+    found = set()
+    for node in graph.nodes:
+        if node.op_type in INTEGER_OPS or node.op_type == "Mod" and all(
+                n in found or (c := graph.const(n)) is not None and np.array_equal(c, np.round(c))
+                for n in node.inputs):
+            found.update(node.outputs)
+    return found
+
+
+def integer_encoding(lo: float, hi: float, bits: int) -> Encoding:
+    """(3e): the range rounded out to integers, the finest scale 2^−j (j ≥ 0) whose codes reach across
+    it and the zero point at its lowest integer: every integer in it is a code, exactly also in float32.
+    Where the range holds more integers than codes, (3)-(5)'s encoding."""
+    lo, hi = int(np.floor(min(lo, 0.0))), int(np.ceil(max(hi, 0.0)))
+    levels = 2 ** bits - 1
+    if hi - lo > levels or hi == lo:
+        return activation_encoding(lo, hi, bits)
+    steps = 1 << ((levels // (hi - lo)).bit_length() - 1)  # codes per integer, a power of two
+    scale, offset = 1.0 / steps, lo * steps
+    return Encoding(bits, False, np.array([scale], np.float32), np.array([offset], np.int32),
+                    mins=np.array([scale * offset]), maxs=np.array([scale * (offset + levels)]))
+
+
 # (3c): a 16-bit activation's range is widened by this factor about zero. It costs 1.9 dB of the
 # range's ~90 dB resolution, while a value past the calibrated range is clipped, and clipping was
 # what held 16-bit activations back. 2 and 4 cost a model whose 16-bit resolution matters (silero
