@@ -287,6 +287,22 @@ def test_masked_attention_quantized_on_cpu_and_npu(built, precision, variant, pa
         assert _sqnr_db(ref[keep], unmasked[keep]) < floor_db - 10
 
 
+@pytest.mark.parametrize("form", ["added", "product"])
+def test_finfo_min_at_fp16_stays_finite(tmp_path, form):
+    """At fp16 finfo.min becomes float16's lowest, not -inf: a row whose every key is masked stays
+    uniform as in onnxruntime's float32, on the cpu and the npu alike; the others within fp16's error."""
+    model = _attention(FINFO_MIN, form=form)
+    convert(_save(model, tmp_path), tmp_path / "fp16", precision="fp16")
+    lib = build_model_lib(tmp_path / "fp16/model.cpp", tmp_path / "fp16/model.bin", tmp_path / "lib.so")
+    rng = np.random.default_rng(4)
+    with Model(lib, backend="cpu") as cpu, Model(lib, backend="npu") as npu:
+        for padding in (0, PADDED, S):
+            feeds = _feeds(rng, padding)
+            ref = _onnxruntime(model, feeds)
+            for out in (cpu.run(feeds)["y"], npu.run(feeds)["y"]):
+                np.testing.assert_allclose(out, ref, rtol=0, atol=1e-2, err_msg=f"padding {padding}")
+
+
 def _mkdir(path):
     path.mkdir(parents=True, exist_ok=True)
     return path

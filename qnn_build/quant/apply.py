@@ -12,8 +12,8 @@ from ..ir.mask_select import is_fill
 from ..ops.kinds import VALUE_KEEPERS
 from ..options import QUANTIZATION, Precision
 from .calibrate import Stats, masked_tensors
-from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, fp16_encoding, headroom,
-                       integer_encoding, integer_valued, quantize, storage_dtype, symmetric_encoding)
+from .encoding import (Encoding, activation_encoding, bias_encoding, dequantize, float16_constant, fp16_encoding,
+                       headroom, integer_encoding, integer_valued, quantize, storage_dtype, symmetric_encoding)
 from .ranges import choose_range, weight_absmax
 
 # The defaults are the option table's (qnn_build/options.py QUANTIZATION), by spec key.
@@ -103,7 +103,7 @@ def _to_fp16(graph: Graph) -> None:
         if t.dtype != np.float32:
             continue
         if t.is_const:
-            t.const = t.const.astype(np.float16)
+            t.const = float16_constant(t.const)
             t.dtype = np.dtype(np.float16)
         else:
             t.encoding = fp16_encoding()
@@ -312,7 +312,7 @@ def _encode_constants(graph, precision, options, pinned, stats, hessians=None, q
                 absmax = np.array([np.abs(finite).max() if finite.size else 0.0])
                 enc = symmetric_encoding(absmax, max(param_bits, ADDED_BITS) if is_added(node, index) else param_bits)
             if enc.is_float:
-                t.const = values.astype(np.float16)
+                t.const = float16_constant(values)
                 t.dtype = np.dtype(np.float16)
                 continue
             if axes is not None:

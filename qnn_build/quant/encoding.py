@@ -45,6 +45,15 @@ def fp16_encoding() -> Encoding:
     return Encoding(16, True, np.zeros(0, np.float32), np.zeros(0, np.int32), is_float=True)
 
 
+def float16_constant(values: np.ndarray) -> np.ndarray:
+    """A float32 constant as float16, its finite values saturated at ±65504 instead of overflowing to
+    ±inf (as onnxconverter-common's float16 conversion clips): an attention mask's finfo.min stays
+    finite, so a row whose every key is masked is uniform after Softmax as in float32, not NaN."""
+    values = np.asarray(values, np.float32)
+    top = float(np.finfo(np.float16).max)
+    return np.where(np.isfinite(values), np.clip(values, -top, top), values).astype(np.float16)
+
+
 def activation_encoding(lo: float, hi: float, bits: int) -> Encoding:
     """Unsigned asymmetric per-tensor encoding of [lo, hi]: equations (3)-(5)."""
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)             # (3)
