@@ -164,18 +164,18 @@ def khmer_sentences(rng, length: int) -> tuple[np.ndarray, np.ndarray]:
 # English sentences as BERT's uncased WordPiece vocabulary numbers them (tokenized once with the
 # sentence-transformers MiniLM tokenizer; [CLS] 101 and [SEP] 102 are added per sample, 0 pads).
 WORDPIECE_SENTENCES = (
-    (1996, 4937, 2938, 2006, 1996, 13523, 1012),                        # The cat sat on the mat.
-    (1037, 2158, 2003, 2652, 1037, 2858, 2006, 1996, 2395, 1012),       # A man is playing a guitar on the street.
-    (2129, 2079, 1045, 25141, 2026, 20786, 1029),                       # How do I reset my password?
-    (1996, 4633, 2097, 2022, 11559, 1998, 4010, 4826, 1012),            # The weather will be sunny and warm tomorrow.
-    (2016, 4149, 4840, 7852, 2012, 1996, 18112, 2023, 2851, 1012),      # She bought fresh bread at the bakery this morning.
-    (2064, 2017, 16755, 1037, 2204, 2338, 2055, 2381, 1029),            # Can you recommend a good book about history?
-    (1996, 3345, 2000, 1996, 3199, 3727, 2296, 3174, 2781, 1012),       # The train to the airport leaves every twenty minutes.
-    (2048, 2336, 2024, 2652, 2374, 1999, 1996, 2380, 1012),             # Two children are playing football in the park.
-    (1045, 9471, 2026, 6309, 2012, 1996, 2436, 1012),                   # I forgot my keys at the office.
-    (1996, 2194, 2988, 3020, 11372, 2023, 4284, 1012),                  # The company reported higher profits this quarter.
-    (2073, 2003, 1996, 7205, 13882, 1029),                              # Where is the nearest pharmacy?
-    (2002, 2003, 4083, 2000, 5660, 3059, 2833, 1012),                   # He is learning to cook Italian food.
+    (1996, 4937, 2938, 2006, 1996, 13523, 1012),  # The cat sat on the mat.
+    (1037, 2158, 2003, 2652, 1037, 2858, 2006, 1996, 2395, 1012),  # A man is playing a guitar on the street.
+    (2129, 2079, 1045, 25141, 2026, 20786, 1029),  # How do I reset my password?
+    (1996, 4633, 2097, 2022, 11559, 1998, 4010, 4826, 1012),  # The weather will be sunny and warm tomorrow.
+    (2016, 4149, 4840, 7852, 2012, 1996, 18112, 2023, 2851, 1012),  # She bought fresh bread at the bakery this morning.
+    (2064, 2017, 16755, 1037, 2204, 2338, 2055, 2381, 1029),  # Can you recommend a good book about history?
+    (1996, 3345, 2000, 1996, 3199, 3727, 2296, 3174, 2781, 1012),  # The train to the airport leaves every twenty minutes.
+    (2048, 2336, 2024, 2652, 2374, 1999, 1996, 2380, 1012),  # Two children are playing football in the park.
+    (1045, 9471, 2026, 6309, 2012, 1996, 2436, 1012),  # I forgot my keys at the office.
+    (1996, 2194, 2988, 3020, 11372, 2023, 4284, 1012),  # The company reported higher profits this quarter.
+    (2073, 2003, 1996, 7205, 13882, 1029),  # Where is the nearest pharmacy?
+    (2002, 2003, 4083, 2000, 5660, 3059, 2833, 1012),  # He is learning to cook Italian food.
 )
 
 

@@ -10,11 +10,15 @@ sign, or a dtype's lowest finite value as PyTorch and Hugging Face write it (tor
 PyTorch exports a key-padding mask as masked_fill(~mask, -inf) reshaped to [B, heads, 1, S]; Hugging
 Face as masked_fill of the inverted mask (1 - mask) by finfo.min (the Cast form), or as
 (1 - mask) * finfo.min (the Mul form, f the inverted 0/1 mask); either added to the scores before Softmax.
+Where f is 1 - Cast(m) of a bool or integer mask m, both forms become Where(moves(m as bool), scores,
+FILL): the condition never passes through float.
 
 In float the two are equal element by element: s + -inf = -inf; s + finfo.min rounds to finfo.min for
 any |s| < 1e31 (half its float32 step); s + 0 = s. The Mul form holds so for a 0/1 mask (f = 0 gives
 s + -0 = s, f = 1 gives s + FILL); a fractional f, which no mask holds, would differ before Softmax
-only. So the cpu path keeps onnxruntime's results. Quantized they are not equal: the mask alone
+only. float16's lowest is not absorbed (-65504 + s): a row with a key unmasked still gives the masked
+ones e^-65000 = 0 after Softmax, a row with every key masked differs. So the cpu path keeps
+onnxruntime's results. Quantized they are not equal: the mask alone
 holds only 0 and FILL, and an Add of codes would add nothing, or destroy the scores' range. The
 Where instead writes the scores' own encoding, and a masked position the lowest code of it (docs/
 quantization.md "Attention masks of -inf"). The condition's chain runs on bools: it moves bytes only.
