@@ -147,7 +147,7 @@ def convert(source, out_dir, input_dims=None, input_values=None, out_nodes=None,
         if float_consts is not None:  # hook: --float-fallback, after quantization
             npu = get_backend(FLOAT_FALLBACK_BACKEND)
             extra["float_fallback"] = apply_float_fallback(graph, float_consts,
-                                                           lambda op: npu.supports_op(op, prec.name))
+                                                           lambda node: npu.node_refusal(node, graph, prec.name))
         if prec.is_quantized:
             add_npu_params(graph)
     if qdq:  # before anything is written: a graph the export refuses leaves no partial output

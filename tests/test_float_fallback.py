@@ -84,7 +84,8 @@ def test_fallback_runs_on_npu_and_matches_cpu(tmp_path, precision):
     op1, op2 = fallback_ops()
     src, calib = fallback_model(tmp_path, op1, op2)
     desc, lib = build(tmp_path, src, calib, precision, precision, float_fallback=True)
-    assert desc["float_fallback"] == [{"name": "first_fp16", "op": op1}, {"name": "second_fp16", "op": op2}]
+    assert desc["float_fallback"] == [{"name": "first_fp16", "op": op1, "reason": f"no npu kernel for {op1}"},
+                                      {"name": "second_fp16", "op": op2, "reason": f"no npu kernel for {op2}"}]
     recorded = json.loads((tmp_path / precision / "model.json").read_text())
     assert recorded["float_fallback"] == desc["float_fallback"]
     assert desc["ops"]["Dequantize"] == 1 and desc["ops"]["Quantize"] == 2  # a in; b and c out
@@ -127,7 +128,7 @@ def lstm_model(tmp_path):
 def test_fp16_node_with_constants_runs_on_npu(tmp_path):
     src, calib, consts = lstm_model(tmp_path)
     desc, lib = build(tmp_path, src, calib, "w8a8", "lstm", lower_rnn=False, float_fallback=True)
-    assert desc["float_fallback"] == [{"name": "lstm_fp16", "op": "LSTM"}]
+    assert desc["float_fallback"] == [{"name": "lstm_fp16", "op": "LSTM", "reason": "no npu kernel for LSTM"}]
     assert desc["ops"] == {"Dequantize": 1, "LSTM": 1, "Quantize": 1, "Relu": 1, "Sigmoid": 1}
     doc = json.loads((tmp_path / "lstm" / "model.encodings.json").read_text())
     for name in ("W", "R", "B"):
@@ -155,8 +156,8 @@ def test_fallback_graph_rewrite(tmp_path):
     floats = float_constants(graph)
     quantize_graph(graph, PRECISIONS["w8a8"], stats, QuantOptions())
     assert graph.tensor("W").dtype == np.int8  # quantized first
-    kept = apply_float_fallback(graph, floats, lambda op: op in integer_ops())
-    assert kept == [{"name": "lstm_fp16", "op": "LSTM"}]
+    kept = apply_float_fallback(graph, floats, lambda node: None if node.op_type in integer_ops() else "no kernel")
+    assert kept == [{"name": "lstm_fp16", "op": "LSTM", "reason": "no kernel"}]
     node = next(n for n in graph.nodes if n.op_type == "LSTM")
     for k, name in ((1, "W"), (2, "R"), (3, "B")):
         t = graph.tensor(node.inputs[k])

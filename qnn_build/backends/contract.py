@@ -6,7 +6,8 @@ Everything it knows is answered here; nothing outside qnn_build/backends/ branch
 name. What it supports is declared once: the precisions it runs (and why not the others) in its
 configs/backends/<name>.yaml, which the spec checks read too; the ops it runs in supports_op().
 
-    supports     unsupported_reason(precision), supports_op(op_type, precision)
+    supports     unsupported_reason(precision), supports_op(op_type, precision),
+                 node_refusal(node, graph, precision): the same for one node, and why not
     tests        test_settings(): its own test keys (test.<name>_samples, ...) and their defaults;
                  agrees_with(): the backend its tests compare with
     where        placement(where): what `backend@where` names (a machine target, an SoC, ...)
@@ -116,6 +117,12 @@ class Backend(ABC):
     @abstractmethod
     def supports_op(self, op_type: str, precision: str) -> bool:
         """Whether a converted graph's node of `op_type` runs on this backend at `precision`."""
+
+    def node_refusal(self, node, graph, precision: str) -> str | None:
+        """Why this quantized graph's `node` (with its attributes, constants and encodings) does not
+        run on this backend at `precision`, in words that follow its op type; None when it runs.
+        By op type unless a backend looks closer (the npu: docs/npu.md (N42))."""
+        return None if self.supports_op(node.op_type, precision) else f"{node.op_type}: no {self.name} kernel"
 
     # ---- where it runs -------------------------------------------------------------------------
 

@@ -38,3 +38,12 @@ class Npu(NativeBackend):
 
     def supports_op(self, op_type: str, precision: str) -> bool:
         return op_type in integer_ops() or not parse_precision(precision).is_quantized
+
+    def node_refusal(self, node, graph, precision: str) -> str | None:
+        """By op type, then by the node's own lowering rule: what its kernel cannot honour (a scatter's
+        reduction, Mod by a divisor computed at run time, ...: its `npu_unsupported`, (N34))."""
+        if not self.supports_op(node.op_type, precision):
+            return f"no npu kernel for {node.op_type}"
+        from ..npu_lowering.lower import refusal
+        why = refusal(node, graph)
+        return None if why is None else f"no npu kernel for {node.op_type} with {why}"

@@ -1,8 +1,8 @@
 """`--float-fallback`: nodes the npu has no integer kernel for are kept in fp16.
 
-After quantization, every node whose op the integer backend cannot run (`runs_in_integers(op_type)`,
-handed in by convert: the npu's backends/npu.py) and that touches an integer-encoded activation is
-kept in fp16 (docs/quantization.md "Float fallback", docs/npu.md
+After quantization, every node the integer backend cannot run (`refusal(node)`, handed in by
+convert: the npu's backends/npu.py node_refusal, which looks at the node's attributes, constants and
+encodings, not only its op) and that touches an integer-encoded activation is kept in fp16 (docs/quantization.md "Float fallback", docs/npu.md
 (N40)-(N42)):
 - its float activations get the fp16 encoding; its float constants are stored as float16 (from
   their float values, not from the integers quantization made of them);
@@ -32,19 +32,22 @@ def _int_activation(graph: Graph, name: str) -> bool:
             and not t.encoding.is_float)
 
 
-def fallback_nodes(graph: Graph, runs_in_integers: Callable[[str], bool]) -> list[Node]:
-    """Nodes without an integer kernel that read or write an integer activation. A scatter with a
-    reduction adds or multiplies what it moves: the npu moves codes only (docs/npu.md (N37))."""
-    return [n for n in graph.nodes if (not runs_in_integers(n.op_type) or n.attrs.get("reduction", "none") != "none")
-            and any(_int_activation(graph, x) for x in n.inputs + n.outputs)]
+def fallback_nodes(graph: Graph, refusal: Callable[[Node], str | None]) -> list[tuple[Node, str]]:
+    """Nodes the integer backend refuses that read or write an integer activation, with its reason."""
+    found = []
+    for n in graph.nodes:
+        if any(_int_activation(graph, x) for x in n.inputs + n.outputs) and (why := refusal(n)) is not None:
+            found.append((n, why))
+    return found
 
 
-def apply_float_fallback(graph: Graph, float_consts: dict, runs_in_integers: Callable[[str], bool]) -> list[dict]:
-    """Keep the fallback nodes in fp16 and insert the boundary nodes. Returns [{"name", "op"}] of the
-    nodes kept in fp16, in graph order."""
-    fallback = fallback_nodes(graph, runs_in_integers)
-    if not fallback:
+def apply_float_fallback(graph: Graph, float_consts: dict, refusal: Callable[[Node], str | None]) -> list[dict]:
+    """Keep the fallback nodes in fp16 and insert the boundary nodes. Returns [{"name", "op", "reason"}]
+    of the nodes kept in fp16, in graph order."""
+    refused = fallback_nodes(graph, refusal)
+    if not refused:
         return []
+    fallback = [n for n, _ in refused]
     fb = {id(n) for n in fallback}
     users = graph.consumers()
     half_of: dict[str, str] = {}   # integer activation -> its fp16 version
@@ -93,7 +96,7 @@ def apply_float_fallback(graph: Graph, float_consts: dict, runs_in_integers: Cal
                     u.inputs = [half if i == name else i for i in u.inputs]
             half_of[name] = half
     graph.nodes = out
-    return [{"name": n.name, "op": n.op_type} for n in fallback]
+    return [{"name": n.name, "op": n.op_type, "reason": why} for n, why in refused]
 
 
 def _half_const(graph: Graph, name: str, value: np.ndarray, users, fb, const_of) -> str:
@@ -114,9 +117,9 @@ def describe(kept: list[dict]) -> str:
     """One line for the convert step's output."""
     if not kept:
         return "float fallback: every node runs in integers"
-    ops: dict[str, int] = {}
+    reasons: dict[str, int] = {}
     for k in kept:
-        ops[k["op"]] = ops.get(k["op"], 0) + 1
-    summary = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items()))
+        reasons[k["reason"]] = reasons.get(k["reason"], 0) + 1
+    summary = "; ".join(f"{why} x{n}" if n > 1 else why for why, n in sorted(reasons.items()))
     names = ", ".join(k["name"] for k in kept[:8]) + (f", ... ({len(kept)} in all)" if len(kept) > 8 else "")
-    return f"float fallback: {len(kept)} node(s) kept in fp16 (no npu integer kernel): {summary} [{names}]"
+    return f"float fallback: {len(kept)} node(s) kept in fp16: {summary} [{names}]"

@@ -9,6 +9,7 @@
 
 #include "../core/graph.h"
 #include "npu.h"
+#include "refusal.h"
 
 namespace qnnb {
 namespace npu {
@@ -66,12 +67,27 @@ static bool shares_encoding(const Node& node) {
 // Ops that move the codes of operands the converter brought to the output's encoding (docs/npu.md
 // (N37)): the scatters' data and updates (not with a reduction, which would combine codes), OneHot's
 // [off, on] values.
+static const std::unordered_map<std::string, std::vector<size_t>> kMoved = {
+    {"ScatterElements", {0, 2}}, {"ScatterND", {0, 2}}, {"OneHot", {1}}};
+
+// A scatter with a reduction adds or multiplies codes: no integer form. The converter asks the same
+// per node (npu_lowering/code_movers.py moves_codes, through backends/npu.py integer_refusal, for
+// --float-fallback, quant/fallback.py); this check stands on its own, so a context binary that holds
+// such a node is refused by name whoever wrote it.
+static bool reduces(const Node& node) {
+    return kMoved.count(node.op) && node.op != "OneHot" && node.params.s("reduction", "none") != "none";
+}
+
+static bool refuse_reduction(Node& n, std::string& err) {
+    err = npu::refusal(n, "reduction '" + n.params.s("reduction", "none") + "'");
+    return false;
+}
+static const Kernel kReductionRefusal = {"", refuse_reduction, npu::run_nothing};
+
 static bool moves_shared_codes(const Node& node) {
-    static const std::unordered_map<std::string, std::vector<size_t>> kMoved = {
-        {"ScatterElements", {0, 2}}, {"ScatterND", {0, 2}}, {"OneHot", {1}}};
     const auto it = kMoved.find(node.op);
     const Tensor* y = node.output(0);
-    if (it == kMoved.end() || !y || node.params.s("reduction", "none") != "none") return false;
+    if (it == kMoved.end() || !y || reduces(node)) return false;
     for (size_t k : it->second)
         if (!node.input(k) || !npu::same_encoding(*node.input(k), *y)) return false;
     return true;
@@ -96,6 +112,7 @@ const Kernel* npu_find_kernel(const Node& node) {
     const bool of_codes = (is_codes(x) && !x->is_const()) || is_codes(node.input(1));
     const bool byte_mover = (kByteMovers.count(node.op) && shares_encoding(node)) || moves_shared_codes(node);
     if (!boundary && (fp16_node || (unencoded && !of_codes) || byte_mover)) return cpu_find_kernel(node.op);
+    if (reduces(node)) return &kReductionRefusal;
     auto it = index->find(node.op);
     return it == index->end() ? nullptr : it->second;
 }
