@@ -79,7 +79,8 @@ _INVERTED_SELECTED = _inverted([helper.make_node("Where", ["mask", "one", "zero"
 # added; filled: scores.masked_fill(~mask, fill), the form the converter gives the others; inverted:
 # Hugging Face's _expand_mask, (1 - mask).masked_fill((1 - mask).bool(), finfo.min) added; product:
 # BERT's extended attention mask, (1 - mask) * finfo.min added; *_int: of an int64 mask (an
-# attention_mask input); *_selected: of a 0/1 float mask no Cast made (the converter compares it with 0).
+# attention_mask input); inverted_recast: its condition cast to bool twice, as transformers 4.x's sdpa
+# attention exports it; *_selected: of a 0/1 float mask no Cast made (the converter compares it with 0).
 FORMS = {
     "added": [helper.make_node("Not", ["mask"], ["padding"]),
               *_added([helper.make_node("Where", ["padding", "fill", "zeros"], ["mask_fill"])])],
@@ -88,6 +89,9 @@ FORMS = {
                helper.make_node("Where", ["key_padding", "fill", "scores"], ["masked_scores"])],
     "inverted": [*_INVERTED, helper.make_node("Cast", ["inverted"], ["padding"], to=TensorProto.BOOL),
                  *_added([helper.make_node("Where", ["padding", "fill", "inverted"], ["mask_fill"])])],
+    "inverted_recast": [*_INVERTED, helper.make_node("Cast", ["inverted"], ["inverted_bool"], to=TensorProto.BOOL),
+                        helper.make_node("Cast", ["inverted_bool"], ["padding"], to=TensorProto.BOOL),
+                        *_added([helper.make_node("Where", ["padding", "fill", "inverted"], ["mask_fill"])])],
     "product": [*_INVERTED, *_added([helper.make_node("Mul", ["inverted", "fill"], ["mask_fill"])])],
     "product_int": [*_INVERTED_INT, *_added([helper.make_node("Mul", ["inverted", "fill"], ["mask_fill"])])],
     "product_selected": [*_INVERTED_SELECTED, *_added([helper.make_node("Mul", ["fill", "inverted"], ["mask_fill"])])],
@@ -118,7 +122,7 @@ def _sqnr_db(ref, out) -> float:
 # (form, fill): every form with finfo.min, the added and filled forms with -inf too, and float16's lowest.
 FLOAT_CASES = [("added", -np.inf), ("added", FINFO_MIN), ("added", -65504.0), ("filled", FINFO_MIN),
                ("inverted", FINFO_MIN), ("product", FINFO_MIN), ("product", -1e30), ("product_int", FINFO_MIN),
-               ("product_selected", FINFO_MIN), ("inverted_selected", FINFO_MIN)]
+               ("product_selected", FINFO_MIN), ("inverted_selected", FINFO_MIN), ("inverted_recast", FINFO_MIN)]
 
 
 @pytest.mark.parametrize("form,fill", FLOAT_CASES, ids=[f"{f}_{v:g}" for f, v in FLOAT_CASES])
@@ -226,6 +230,7 @@ CASES = [
     pytest.param("w8a8", "finfo_added", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_added"),
     pytest.param("w8a8", "finfo_filled", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_masked_fill_on_the_scores"),
     pytest.param("w8a8", "inverted", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_inverted_mask_filled"),
+    pytest.param("w8a8", "inverted_recast", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_inverted_mask_recast"),
     pytest.param("w8a8", "product", 0, 21.9, 3, id="w8a8_unpadded_finfo_min_times_inverted_mask"),
     pytest.param("w8a8", "product", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_times_inverted_mask"),
     pytest.param("w8a8", "product_int", PADDED, 21.5, 3, id="w8a8_padded_finfo_min_times_inverted_int_mask"),
@@ -239,6 +244,7 @@ VARIANTS = {"added": {}, "narrow": {"temperature": 10.0}, "filled": {"form": "fi
             "inverted": {"fill_value": FINFO_MIN, "form": "inverted"},
             "product": {"fill_value": FINFO_MIN, "form": "product"}, "float16_added": {"fill_value": -65504.0},
             "product_int": {"fill_value": FINFO_MIN, "form": "product_int"},
+            "inverted_recast": {"fill_value": FINFO_MIN, "form": "inverted_recast"},
             "product_selected": {"fill_value": FINFO_MIN, "form": "product_selected"}}
 
 

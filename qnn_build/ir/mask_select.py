@@ -105,6 +105,9 @@ def _mask_chain(graph: Graph, producer, name):
     if zero is not None and zero.dtype.kind == "f" and not np.any(zero):
         return node, moves[::-1], node.inputs[fill], None
     cast = producer.get(node.inputs[0])
+    while cast is not None and (cast.op_type == "Identity" or _casts_to(cast, onnx.TensorProto.BOOL)
+                                and graph.tensor(cast.inputs[0]).dtype == np.bool_):
+        cast = producer.get(cast.inputs[0])  # a bool cast to bool again (transformers 4.x's sdpa path)
     if fill == 1 and _casts_to(cast, onnx.TensorProto.BOOL) and cast.inputs[0] == other:
         return node, moves[::-1], node.inputs[fill], other  # where the condition is false, f is 0
     return None
