@@ -25,6 +25,7 @@ SMOKE = {
     "npu_vs_htp.py": ([], "| Conv |"),
     "ocr_synthetic.py": (["{tmp}"], "wrote"),
     "profile_cpu.py": ([], "onnxruntime:"),
+    "raw_detections.py": ([], "detections kept"),
     "vad_tones.py": (["{tmp}"], ""),
 }
 
