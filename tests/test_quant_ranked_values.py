@@ -33,7 +33,9 @@ def scenes(count, seed):
     return {"boxes": boxes.astype(np.float32), "logits": logits.astype(np.float32)}
 
 
-def head_model():
+def head_model(ranked=True):
+    """A raw head (boxes and scores in one output, as YOLOv8's), and with `ranked` an end-to-end
+    head's ReduceMax over the classes and TopK of the anchors after it."""
     starts, ends, axes = (helper.make_tensor(n, TensorProto.INT64, [1], [v]) for n, v in
                           (("starts", 4), ("ends", 4 + CLASSES), ("axes", 1)))
     k = helper.make_tensor("k", TensorProto.INT64, [1], [K])
@@ -41,14 +43,15 @@ def head_model():
              helper.make_node("Concat", ["boxes", "scores"], ["head"], axis=1),
              helper.make_node("Slice", ["head", "starts", "ends", "axes"], ["class_scores"]),
              helper.make_node("ReduceMax", ["class_scores"], ["best"], axes=[1], keepdims=0),
-             helper.make_node("TopK", ["best", "k"], ["top", "top_index"])]
+             helper.make_node("TopK", ["best", "k"], ["top", "top_index"])][:None if ranked else 2]
+    outputs = [helper.make_tensor_value_info("head", TensorProto.FLOAT, [1, 4 + CLASSES, ANCHORS]),
+               helper.make_tensor_value_info("top", TensorProto.FLOAT, [1, K]),
+               helper.make_tensor_value_info("top_index", TensorProto.INT64, [1, K])][:None if ranked else 1]
     graph = helper.make_graph(
         nodes, "head",
         [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, ANCHORS]),
          helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, CLASSES, ANCHORS])],
-        [helper.make_tensor_value_info("head", TensorProto.FLOAT, [1, 4 + CLASSES, ANCHORS]),
-         helper.make_tensor_value_info("top", TensorProto.FLOAT, [1, K]),
-         helper.make_tensor_value_info("top_index", TensorProto.INT64, [1, K])], [starts, ends, axes, k])
+        outputs, [starts, ends, axes, k])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -56,6 +59,7 @@ def head_model():
 def work(tmp_path_factory):
     d = tmp_path_factory.mktemp("ranked")
     onnx.save(head_model(), d / "model.onnx")
+    onnx.save(head_model(ranked=False), d / "raw.onnx")
     np.savez(d / "calib.npz", **scenes(16, seed=0))
     convert(d / "model.onnx", d / "auto", precision="w8a8", calibration=d / "calib.npz", options=AUTO)
     return d
@@ -71,10 +75,14 @@ def test_the_head_is_found(work):
     def calibrated(boxes_max):
         return {n: TensorStats(0.0, hi, None, None) for n, hi in (("boxes", boxes_max), ("scores", 0.99),
                                                                   ("head", boxes_max))}
-    assert mixed_scale_concats(graph, calibrated(500.0)) == ["head"]
-    assert mixed_scale_concats(graph, calibrated(50.0)) == []  # 50 x: the scores keep 5 codes at 8 bits
+    assert mixed_scale_concats(graph, calibrated(500.0)) == {"head": ["scores"]}
+    assert mixed_scale_concats(graph, calibrated(50.0)) == {}  # 50 x: the scores keep 5 codes at 8 bits
     assert set(carried_on(graph, ["head"])) == {"head", "class_scores", "best", "top"}
-    assert set(ranked_tensors(graph, ["head"])) == {"boxes", "logits", "scores", "head", "class_scores", "best"}
+    # back from ReduceMax and TopK through the Slice and the Concat (the boxes with the scores)
+    assert set(ranked_tensors(graph)) == {"boxes", "logits", "scores", "head", "class_scores", "best"}
+    raw = build_graph(work / "raw.onnx")  # the same head without ReduceMax and TopK, ranked after the graph
+    assert ranked_tensors(raw) == []
+    assert set(ranked_tensors(raw, ["scores"])) == {"scores", "logits"}
 
 
 def test_auto_keeps_the_ranked_scores(work):

@@ -154,7 +154,8 @@ def _structural_ranges(scorer, stats) -> tuple[dict, list]:
     Returns (tensor -> range, what the label says)."""
     mixed = mixed_scale_concats(scorer.graph, stats)
     wide = [n for n in carried_on(scorer.graph, mixed) if n in scorer.start and scorer.start[n][2] < MIXED_BITS]
-    ranked = [n for n in ranked_tensors(scorer.graph, mixed) if n in scorer.start]
+    narrow = [i for inputs in mixed.values() for i in inputs]
+    ranked = [n for n in ranked_tensors(scorer.graph, narrow) if n in scorer.start]
     fixed = {n: (stats[n].min, stats[n].max) for n in ranked}
     fixed.update({n: (stats[n].min, stats[n].max, MIXED_BITS) for n in wide})
     said = (["ranked values at minmax"] if ranked else []) + \

@@ -4,9 +4,10 @@ in 0-1 share one Concat, and TopK / ReduceMax / ArgMax (in the graph or after it
 
 - A Concat whose output spans MIXED_SCALE times the range of one of its inputs would leave that input
   fewer than 4 codes at 8 bits: it, and what carries its values on, takes 16 bits.
-- What is ranked (and what it is computed from through ops that keep the order of the peaks) takes
-  its minmax range: a clipping range saves codes for the many and flattens the few largest values,
-  the very ones a ranking picks; the output's overall error, which (16) scores, barely sees them.
+- What is ranked, and the narrow inputs of such a Concat (a raw head's scores, ranked after the
+  graph), and what they are computed from through ops that keep the order of the peaks, take their
+  minmax ranges: a clipping range saves codes for the many and flattens the few largest values, the
+  very ones a ranking picks; the output's overall error, which (16) scores, barely sees them.
 """
 
 import numpy as np
@@ -29,17 +30,19 @@ _PEAK_KEEPERS = frozenset({"Concat", "Sigmoid", "Tanh", "Relu", "LeakyRelu", "Cl
                            "Softplus", "Mul", "Div", "Add", "Sub"})
 
 
-def mixed_scale_concats(graph, stats) -> list[str]:
-    """The outputs of the Concats whose range is at least MIXED_SCALE times an input's (calibrated)."""
-    found = []
+def mixed_scale_concats(graph, stats) -> dict[str, list[str]]:
+    """The outputs of the Concats whose (calibrated) range is at least MIXED_SCALE times an input's,
+    each with those narrow inputs."""
+    found = {}
     for node in graph.nodes:
-        if node.op_type != "Concat" or node.outputs[0] not in stats:
+        out = node.outputs[0]
+        if node.op_type != "Concat" or out not in stats:
             continue
-        widths = [stats[i].max - stats[i].min for i in node.inputs if i in stats]
-        out = stats[node.outputs[0]].max - stats[node.outputs[0]].min
-        narrowest = min((w for w in widths if w > 0), default=0.0)
-        if len(widths) > 1 and narrowest > 0 and out >= MIXED_SCALE * narrowest:
-            found.append(node.outputs[0])
+        widths = {i: stats[i].max - stats[i].min for i in node.inputs if i in stats}
+        wide = stats[out].max - stats[out].min
+        narrow = [i for i, w in widths.items() if 0 < w and MIXED_SCALE * w <= wide]
+        if len(widths) > 1 and narrow:
+            found[out] = narrow
     return found
 
 
@@ -59,12 +62,12 @@ def carried_on(graph, starts) -> list[str]:
     return [n for n in graph.tensors if n in found]
 
 
-def ranked_tensors(graph, mixed=()) -> list[str]:
-    """What a ranking op reads, and the inputs of the `mixed` Concats (a detector's raw output, ranked
-    after the graph), back through value keepers and _PEAK_KEEPERS to the tensors that compute them."""
+def ranked_tensors(graph, also=()) -> list[str]:
+    """What a ranking op reads, and the tensors `also` (the narrow inputs of mixed-scale Concats: a
+    raw head's scores, ranked after the graph), back through value keepers and _PEAK_KEEPERS to the
+    tensors that compute them."""
     producer = graph.producers()
-    todo = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS]
-    todo += [i for n in graph.nodes if n.op_type == "Concat" and n.outputs[0] in set(mixed) for i in n.inputs if i]
+    todo = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS] + list(also)
     found = set()
     while todo:
         name = todo.pop()
