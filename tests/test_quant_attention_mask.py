@@ -19,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from qnn_build.convert import build_graph, convert
 from qnn_build.errors import QnnBuildError
+from qnn_build.report.accuracy_debug import accuracy_debug
 from qnn_build.runtime.binding import Model
 from qnn_build.toolchain import build_model_lib
 
@@ -307,6 +308,18 @@ def test_finfo_min_at_fp16_stays_finite(tmp_path, form):
             ref = _onnxruntime(model, feeds)
             for out in (cpu.run(feeds)["y"], npu.run(feeds)["y"]):
                 np.testing.assert_allclose(out, ref, rtol=0, atol=1e-2, err_msg=f"padding {padding}")
+
+
+def test_accuracy_debug_leaves_the_fills_out(built, tmp_path):
+    """The masked scores hold finfo.min in float and the lowest code quantized: accuracy-debug
+    compares the values around them (before, their SQNR read 0 dB and the fills as clipped)."""
+    model, lib, _ = built("w8a8", "product")
+    rng = np.random.default_rng(5)
+    feeds = [_feeds(rng, PADDED) for _ in range(4)]
+    np.savez(tmp_path / "test.npz", **{k: np.concatenate([f[k] for f in feeds]) for k in feeds[0]})
+    report = accuracy_debug(_save(model, tmp_path), tmp_path / "test.npz", model=lib, backend="npu")
+    scores = next(r for r in report["layers"] if r["tensor"] == "masked_scores")
+    assert scores["sqnr_db"] > 20 and scores["clipped"] == 0.0
 
 
 def _mkdir(path):

@@ -3,7 +3,8 @@ accuracy debugger). onnxruntime runs the source model in float with every float 
 built variant (a model library or context binary at some precision, on the cpu's simulation or the
 npu) runs the same samples keeping every activation; each tensor both hold is compared over all
 samples (report/metrics.py's SQNR, max abs error, cosine), with its encoding's range against the
-range the float model shows there and the fraction of float values the encoding clips.
+range the float model shows there and the fraction of float values the encoding clips; an attention
+mask's fills (-inf, finfo.min) are left out of both.
 
 The jump of a layer is the SQNR it loses: the lowest SQNR among the compared tensors it reads (through
 tensors the build folded away, back to those they come from) minus the SQNR of what it writes. The first layer whose jump reaches `jump_db` is where the error starts;
@@ -22,6 +23,7 @@ import numpy as np
 from ..atomic import write_text
 from ..data.npz import open_npz, sample, sample_count
 from ..errors import QnnBuildError
+from ..ir.mask_select import fill_values
 from ..runtime.binding import Model
 from ..runtime.ctx_info import tensor_encodings
 from .metrics import SQNR_CAP_DB, short
@@ -47,6 +49,10 @@ class _Sums:
 
     def add(self, a: np.ndarray, b: np.ndarray, limits) -> None:
         a, b = a.astype(np.float64).reshape(-1), b.astype(np.float64).reshape(-1)
+        # An attention mask's "never" (-inf, finfo.min) is held as the lowest code (docs/quantization.md
+        # (3d)): not a value to compare, and -inf would make the noise infinite.
+        kept = ~fill_values(b)
+        a, b = a[kept], b[kept]
         d = a - b
         self.signal += float(b @ b)
         self.noise += float(d @ d)
