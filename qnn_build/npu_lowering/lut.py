@@ -1,6 +1,7 @@
 """npu lookup tables for unary ops: docs/npu.md (N6) for 8-bit inputs, the knots of (N7) for
-16-bit inputs, or (N7a) a whole table of every 16-bit code for the ops in EXACT_16BIT and wherever
-the knots miss by more than one code (a kink between two knots). The smooth
+16-bit inputs with (N7c) the exact entries of every knot interval where they miss by more than one
+code (a kink between two knots), or (N7a) a whole table of every 16-bit code for the ops in
+EXACT_16BIT. The smooth
 functions are evaluated in float64 at convert time; the step functions (STEP_OPS, (N7b)) in the
 cpu simulation's own float32 arithmetic, one entry per code at any width."""
 
@@ -62,8 +63,8 @@ def _unary_fn(node: Node):
 
 
 def lut(node: Node, graph: Graph) -> dict:
-    """(N6) for 8-bit inputs; for 16-bit inputs the knots of (N7), or (N7a) for an op in EXACT_16BIT
-    or where the knots miss (N7a)'s table by more than one code."""
+    """(N6) for 8-bit inputs; for 16-bit inputs (N7a) for an op in EXACT_16BIT, else the knots of (N7)
+    and (N7c) the exact entries of the intervals where the knots miss (N7a)'s table by more than one code."""
     x, y = node.inputs[0], node.outputs[0]
     ex, ey = enc(graph, x), enc(graph, y)
     f = _unary_fn(node)
@@ -76,9 +77,13 @@ def lut(node: Node, graph: Graph) -> dict:
     if ex.bitwidth <= 8:
         return {"npu_lut": [int(v) for v in np.clip(t, 0, qmax)]}
     exact, knots = np.clip(t[:65536], 0, qmax), t[::KNOT_STEP]
-    if node.op_type in EXACT_16BIT or np.abs(interpolate(knots, qmax) - exact).max() > 1:
+    if node.op_type in EXACT_16BIT:
         return {"npu_lut": [int(v) for v in exact]}
-    return {"npu_lut": [int(v) for v in knots]}
+    missed = np.flatnonzero((np.abs(interpolate(knots, qmax) - exact) > 1).reshape(-1, KNOT_STEP).any(axis=1))
+    if missed.size == 0:
+        return {"npu_lut": [int(v) for v in knots]}
+    patches = exact.reshape(-1, KNOT_STEP)[missed].ravel()  # (N7c): those intervals' exact entries
+    return {"npu_lut": [int(v) for v in np.concatenate([knots, patches])], "npu_lut_patches": [int(k) for k in missed]}
 
 
 def interpolate(knots: np.ndarray, qmax: int) -> np.ndarray:

@@ -125,22 +125,17 @@ def unary_function(op: str, attrs: dict):
     }[op]
 
 
-EXACT_16BIT = ("Sqrt", "Sin", "Cos", "Selu")  # (N7a) always
+EXACT_16BIT = ("Sqrt", "Sin", "Cos", "Selu")  # (N7a)
 
 
 def lut_table(op, attrs, ex, ey, exact=None) -> np.ndarray:
-    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of EXACT_16BIT, or where
-    the knots would miss it by more than one code: T[q] for q = 0..65535; (N7) for other 16-bit
-    inputs: the 1025 knots at every 64th code, unclamped (the last at code 65536). `exact` overrides
-    whether a 16-bit input gets (N7a)."""
+    """(N6) for an 8-bit input: T[q] for q = 0..255; (N7a) for a 16-bit input of EXACT_16BIT: T[q] for
+    q = 0..65535; (N7) for other 16-bit inputs: the 1025 knots at every 64th code, unclamped (the
+    last at code 65536). `exact` overrides whether a 16-bit input gets (N7a)."""
     f = unary_function(op, attrs)
-    if ex.bitwidth <= 8:
-        return _codes(f, np.arange(256), ex, ey, clamp=True)
-    whole = _codes(f, np.arange(65536), ex, ey, clamp=True)
-    knots = _codes(f, np.arange(1025) * 64, ex, ey, clamp=False)
-    if exact is None:
-        exact = op in EXACT_16BIT or np.abs(np.clip(interpolate(knots, np.arange(65536)), 0, qmax(ey)) - whole).max() > 1
-    return whole if exact else knots
+    if ex.bitwidth <= 8 or (op in EXACT_16BIT if exact is None else exact):
+        return _codes(f, np.arange(256 if ex.bitwidth <= 8 else 65536), ex, ey, clamp=True)
+    return _codes(f, np.arange(1025) * 64, ex, ey, clamp=False)
 
 
 def _codes(f, q, ex, ey, clamp):
@@ -156,13 +151,29 @@ def interpolate(table, q):
     return lo + (((hi - lo) * r + 32) >> 6)
 
 
-def lut(x, ex, ey, op, attrs, exact=None):
-    """(N6) / (N7a) / (N7)."""
+def lut(x, ex, ey, op, attrs, exact=None, patched=True):
+    """(N6) / (N7a) / (N7) with (N7c): a knot interval where (N7) misses (N7a) by more than one code
+    somewhere takes (N7a)'s entries (not with `patched` False)."""
     table = lut_table(op, attrs, ex, ey, exact)
     q = np.asarray(x, np.int64)
     if len(table) != 1025:
         return table[q]
-    return np.clip(interpolate(table, q), 0, qmax(ey))
+    every = np.arange(65536)
+    knots = np.clip(interpolate(table, every), 0, qmax(ey))
+    if patched:
+        whole = lut_table(op, attrs, ex, ey, exact=True)
+        missed = (np.abs(knots - whole) > 1).reshape(1024, 64).any(axis=1)
+        knots = np.where(missed[every >> 6], whole, knots)
+    return knots[q]
+
+
+def patched_intervals(op, attrs, ex, ey) -> int:
+    """How many knot intervals (N7c) patches for a 16-bit input."""
+    every = np.arange(65536)
+    if op in EXACT_16BIT:
+        return 0
+    knots = np.clip(interpolate(lut_table(op, attrs, ex, ey, exact=False), every), 0, qmax(ey))
+    return int((np.abs(knots - lut_table(op, attrs, ex, ey, exact=True)) > 1).reshape(1024, 64).any(axis=1).sum())
 
 
 def step_function(op: str, attrs: dict, divisor=None):

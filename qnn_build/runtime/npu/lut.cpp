@@ -1,5 +1,6 @@
 // Unary ops as lookup tables built at convert time: docs/npu.md (N6) exact for 8-bit inputs, (N7)
-// integer interpolation for 16-bit inputs, or (N7a)/(N7b) an exact table of every 16-bit code.
+// integer interpolation for 16-bit inputs with (N7c) exact patches where it misses, or (N7a)/(N7b) an
+// exact table of every 16-bit code.
 #include "../core/parallel.h"
 #include "code_table.h"
 #include "npu.h"
@@ -14,9 +15,30 @@ constexpr int kKnots = 65536 / kKnotStep + 1;   // 1025
 constexpr size_t kAllCodes16 = 65536;            // (N7a): one entry per 16-bit code
 
 struct LutState {
-    std::vector<int32_t> table;  // 256 entries (8-bit input), kKnots knots or kAllCodes16 entries (16-bit input)
+    std::vector<int32_t> table;  // 256 entries (8-bit input), kKnots knots (+ patches) or kAllCodes16 entries
+    std::vector<int32_t> patch;  // (N7c): per knot interval, its patch's index in `table` after the knots, or -1
     int32_t qmax = 0;
 };
+
+// (N7c): the knot intervals listed in npu_lut_patches (increasing) take their exact entries, kKnotStep
+// each, from the table after the knots.
+bool read_patches(const Node& n, size_t size, LutState& s, std::string& err) {
+    std::vector<int64_t> k = n.params.ints("npu_lut_patches");
+    if (size != kKnots + k.size() * kKnotStep) {
+        err = "lookup table of the wrong size for its patches (convert the model for the npu again)";
+        return false;
+    }
+    if (k.empty()) return true;
+    s.patch.assign(kKnots - 1, -1);
+    for (size_t i = 0; i < k.size(); ++i) {
+        if (k[i] < 0 || k[i] >= kKnots - 1 || (i && k[i] <= k[i - 1])) {
+            err = "lookup table patches out of order (convert the model for the npu again)";
+            return false;
+        }
+        s.patch[k[i]] = static_cast<int32_t>(kKnots + i * kKnotStep);
+    }
+    return true;
+}
 
 bool prepare_lut(Node& n, std::string& err) {
     if (refused(n, err)) return false;  // Mod by a divisor that is no constant
@@ -32,10 +54,11 @@ bool prepare_lut(Node& n, std::string& err) {
     }
     auto& s = n.make_state<LutState>();
     std::vector<int64_t> t = n.params.ints("npu_lut");
-    if (x->dtype == QNNB_UINT8 ? t.size() != 256 : t.size() != kKnots && t.size() != kAllCodes16) {
+    if (x->dtype == QNNB_UINT8 ? t.size() != 256 : t.size() < kKnots) {
         err = "lookup table missing or of the wrong size (convert the model for the npu again)";
         return false;
     }
+    if (x->dtype == QNNB_UINT16 && t.size() != kAllCodes16 && !read_patches(n, t.size(), s, err)) return false;
     s.table.assign(t.begin(), t.end());
     s.qmax = qmax_of(*n.out[0]);
     return true;
@@ -49,6 +72,10 @@ void run_lut16(const LutState& s, const uint16_t* x, TY* y, int64_t n) {
     }
     for (int64_t i = 0; i < n; ++i) {
         const int32_t k = x[i] >> 6, r = x[i] & 63;
+        if (!s.patch.empty() && s.patch[k] >= 0) {  // (N7c)
+            y[i] = static_cast<TY>(saturate(s.table[s.patch[k] + r], s.qmax));
+            continue;
+        }
         const int64_t lo = s.table[k], hi = s.table[k + 1];
         y[i] = static_cast<TY>(saturate(lo + (((hi - lo) * r + 32) >> 6), s.qmax));  // (N7)
     }
