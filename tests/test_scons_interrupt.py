@@ -1,15 +1,16 @@
 """An interrupted build leaves no partial artifact that the next build takes as up to date.
 
-A `slow` model (a chain of many Add nodes: its model.cpp takes seconds to compile) is rebuilt with
-new weights; the scons process group is killed while its model library compiles. SCons removes a
-target before building it, the steps write every file atomically (temp file + rename), and a build
-that dies records nothing, so the next build must redo the step and end with the new model."""
+A `slow` model (a chain of many Add nodes: its model.cpp takes a while to compile) is rebuilt with
+new weights; the scons process group is killed while the compiler of its model library runs. SCons
+removes a target before building it, the steps write every file atomically (temp file + rename), and
+a build that dies records nothing, so the next build must redo the step and end with the new model."""
 
 import json
 import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -17,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from test_scons_support import build, scons_command, steps, write_project
 
-NODES = 1400  # model.cpp composes in parts, so compiling grows linearly: this keeps it seconds
+NODES = 3000  # compiling its model.cpp takes long enough to be caught mid-step (model.cpp is tables: fractions of a second)
 
 
 def slow_model(offset: float) -> onnx.ModelProto:
@@ -40,6 +41,22 @@ def write_slow(models, offset):
         (models / "slow.yaml").write_text("source: slow/model.onnx\ninputs: {x: [1, 8]}\ntest: {data: slow/test.npz}\n")
 
 
+def compiler_running(group: int, timeout: float = 60.0) -> None:
+    """Wait until a compiler proper (cc1plus) runs in the process group: the step is mid-compile."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+            except OSError:  # the process ended
+                continue
+            name, _, rest = text.partition("(")[2].rpartition(")")
+            if name == "cc1plus" and int(rest.split()[2]) == group:  # after the name: state, ppid, pgrp
+                return
+        time.sleep(0.005)
+    raise AssertionError("no compiler ran in the build's process group")
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 def test_a_build_killed_mid_step_is_redone(tmp_path, sig):
     root = write_project(tmp_path / "zoo", models=("adder",))
@@ -53,7 +70,7 @@ def test_a_build_killed_mid_step_is_redone(tmp_path, sig):
     for line in scons.stdout:
         seen.append(line)
         if "model-lib slow fp32" in line:
-            time.sleep(1.0)  # g++ is compiling model.cpp now
+            compiler_running(scons.pid)
             break
     assert scons.poll() is None, "".join(seen)  # still compiling: the kill lands mid-step
     os.killpg(scons.pid, sig)

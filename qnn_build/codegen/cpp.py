@@ -1,4 +1,4 @@
-"""model.cpp: the lowered graph as calls into the runtime's compose API.
+"""model.cpp: the lowered graph as tables that one loop hands to the runtime's compose API.
 
 Names from the model reach C++ only as escaped string literals (every byte outside printable ASCII,
 and `"`, `\\`, `?`, as an octal escape), never as identifiers or inside comments, so any name
@@ -17,9 +17,6 @@ from .weights import WeightEntry
 
 PRECISION_SYMBOL = "qnnb_model_precision"
 BIN_SYMBOL = "qnnb_model_bin"
-# Statements per compose function: the compiler's time grows faster than the length of one function
-# (an unrolled 500-step decoder is 200,000 lines), so the graph is composed in parts of this many.
-PART_STATEMENTS = 400
 
 
 def c_string(text: str) -> str:
@@ -49,42 +46,6 @@ def c_float(v: float) -> str:
     return v.hex() + "f"
 
 
-def _array(ctype: str, name: str, values: list[str]) -> str:
-    return f"static const {ctype} {name}[] = {{{', '.join(values)}}};"
-
-
-def _param_lines(params: dict) -> tuple[list[str], list[str]]:
-    """(array declarations, qnnb_param initialisers) for one node's parameters, sorted by name."""
-    decls, items = [], []
-    for k, (name, value) in enumerate(sorted(params.items())):
-        if isinstance(value, str):
-            items.append(f"{{{c_string(name)}, QNNB_PARAM_STRING, 0, nullptr, nullptr, {c_string(value)}}}")
-            continue
-        values = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
-        is_float = any(isinstance(v, (float, np.floating)) for v in values)
-        if not values:
-            kind = "QNNB_PARAM_FLOATS" if is_float else "QNNB_PARAM_INTS"
-            items.append(f"{{{c_string(name)}, {kind}, 0, nullptr, nullptr, nullptr}}")
-        elif is_float:
-            decls.append(_array("float", f"p{k}", [c_float(v) for v in values]))
-            items.append(f"{{{c_string(name)}, QNNB_PARAM_FLOATS, {len(values)}, nullptr, p{k}, nullptr}}")
-        else:
-            decls.append(_array("int64_t", f"p{k}", [c_int(v) for v in values]))
-            items.append(f"{{{c_string(name)}, QNNB_PARAM_INTS, {len(values)}, p{k}, nullptr, nullptr}}")
-    return decls, items
-
-
-def _encoding_lines(enc, tid: int) -> str:
-    if enc.is_float:
-        return (f"    {{ const qnnb_encoding e = {{QNNB_ENCODING_FP16, 16, 1, -1, -1, 0, 0, nullptr, nullptr}}; "
-                f"QNNB_CHECK(api->set_encoding(g, t[{tid}], &e)); }}")
-    scales = _array("float", "s", [c_float(v) for v in enc.scales])
-    offsets = _array("int32_t", "o", [str(int(v)) for v in enc.offsets])
-    return (f"    {{ {scales} {offsets}\n      const qnnb_encoding e = {{QNNB_ENCODING_INT, {enc.bitwidth}, "
-            f"{int(enc.is_signed)}, {enc.axis}, {enc.block_axis}, {enc.block_size}, {len(enc.scales)}, s, o}}; "
-            f"QNNB_CHECK(api->set_encoding(g, t[{tid}], &e)); }}")
-
-
 def tensor_dtype_enum(t) -> str:
     if t.is_const and t.encoding is not None and not t.encoding.is_float and t.encoding.bitwidth == 4:
         return "QNNB_INT4"
@@ -99,53 +60,11 @@ def generate_cpp(graph: Graph, weights: dict[str, WeightEntry], precision: str =
     names.extend(graph.outputs)
     for n in names:
         ids.setdefault(n, len(ids))
-
-    body = []  # one statement (a block of lines) per tensor, encoding and node
-    for name, tid in ids.items():
-        t = graph.tensor(name)
-        dims = "nullptr"
-        decl = ""
-        if t.shape:
-            decl = _array("int64_t", "d", [c_int(d) for d in t.shape]) + " "
-            dims = "d"
-        data = f"{BIN_SYMBOL} + {weights[name].offset}" if name in weights else "nullptr"
-        body.append(f"    {{ {decl}QNNB_CHECK(api->add_tensor(g, {c_string(name)}, {tensor_dtype_enum(t)}, "
-                    f"{len(t.shape)}, {dims}, {data}, &t[{tid}])); }}")
-        if t.encoding is not None:
-            body.append(_encoding_lines(t.encoding, tid))
-    for node in graph.nodes:
-        ins = ", ".join(f"t[{ids[n]}]" if n else "QNNB_NO_TENSOR" for n in node.inputs)
-        outs = ", ".join(f"t[{ids[n]}]" if n else "QNNB_NO_TENSOR" for n in node.outputs)
-        decls, items = _param_lines(node.attrs)
-        lines = ["    {"]
-        lines += [f"        {d}" for d in decls]
-        if ins:
-            lines.append(f"        const qnnb_tensor_id in[] = {{{ins}}};")
-        lines.append(f"        const qnnb_tensor_id out[] = {{{outs}}};")
-        if items:
-            lines.append("        const qnnb_param p[] = {")
-            lines += [f"            {item}," for item in items]
-            lines.append("        };")
-        lines.append(f"        QNNB_CHECK(api->add_node(g, {c_string(node.name)}, {c_string(node.op_type)}, "
-                     f"{'in' if ins else 'nullptr'}, {len(node.inputs)}, out, {len(node.outputs)}, "
-                     f"{'p' if items else 'nullptr'}, {len(items)}));")
-        lines.append("    }")
-        body.append("\n".join(lines))
-    parts = [body[k:k + PART_STATEMENTS] for k in range(0, len(body), PART_STATEMENTS)]
-    io_in = ", ".join(f"t[{ids[n]}]" for n in graph.inputs)
-    io_out = ", ".join(f"t[{ids[n]}]" for n in graph.outputs)
-    entry = [f"    QNNB_CHECK(compose_part_{k}(api, g, t));" for k in range(len(parts))]
-    entry.append("    {")
-    if graph.inputs:
-        entry.append(f"        const qnnb_tensor_id in[] = {{{io_in}}};")
-    entry.append(f"        const qnnb_tensor_id out[] = {{{io_out}}};")
-    entry.append(f"        return api->set_io(g, {'in' if graph.inputs else 'nullptr'}, {len(graph.inputs)}, "
-                 f"out, {len(graph.outputs)});")
-    entry.append("    }")
-    functions = "".join(f"static qnnb_status compose_part_{k}(const qnnb_compose_api* api, qnnb_graph* g, "
-                        f"qnnb_tensor_id* t) {{\n" + "\n".join(part) + "\n    return QNNB_OK;\n}\n\n"
-                        for k, part in enumerate(parts))
-
+    tables = _Tables(ids)
+    tensor_rows = [tables.tensor_row(name, graph.tensor(name), weights) for name in ids]
+    node_rows = [tables.node_row(node) for node in graph.nodes]
+    inputs, outputs = tables.id_range(graph.inputs), tables.id_range(graph.outputs)
+    lists = [len(graph.inputs), len(graph.outputs)] + [len(x) for n in graph.nodes for x in (n.inputs, n.outputs)]
     head = f"""\
 // Generated by qnn-build {__version__} (convert). Do not edit: convert the source model again.
 // {len(ids)} tensors, {len(graph.nodes)} nodes. Constant data lives in model.bin, which
@@ -160,12 +79,131 @@ extern "C" const unsigned char {BIN_SYMBOL}[];
 extern "C" QNNB_EXPORT const char {PRECISION_SYMBOL}[] = "{precision}";
 
 """
-    entry_head = f"""\
+    compose = _COMPOSE.format(slots=max(len(ids), 1), num_tensors=len(ids), num_nodes=len(graph.nodes), max_ids=max(lists),
+                              max_params=max([1] + [len(n.attrs) for n in graph.nodes]),
+                              inputs=inputs, outputs=outputs)
+    return head + "namespace {\n\n" + _ROW_TYPES + tables.pools() + _table("tensor_row", "tensors", tensor_rows) + \
+        _table("node_row", "nodes", node_rows) + "}  // namespace\n\n" + compose
+
+
+# The graph is tables (one row per tensor and node, the numbers in pools) that one loop hands to the
+# compose API: gcc reads a table in a fraction of the time it takes to compile the same calls written
+# out one by one (an unrolled recurrence is tens of thousands of them). The calls, their order and
+# their arguments are those of the calls written out: the same graph.
+_ROW_TYPES = """\
+// dims, scales/offsets, ints, floats and ids: where a row's numbers start in that pool
+struct tensor_row { const char* name; qnnb_dtype dtype; int32_t rank; int32_t dims; int64_t bin_offset; int32_t encoding; };
+struct encoding_row { qnnb_encoding_kind kind; int32_t bitwidth, is_signed, axis, block_axis, block_size, count, scales; };
+struct param_row { const char* name; qnnb_param_kind kind; int32_t count, values; const char* str; };
+struct node_row { const char* name; const char* op_type; int32_t inputs, num_inputs, outputs, num_outputs, params, num_params; };
+
+"""
+
+_COMPOSE = """\
+// ids[at..at+count) as the tensor ids compose handed out (-1: an absent optional input)
+static void tensor_ids(const qnnb_tensor_id* t, int32_t at, int32_t count, qnnb_tensor_id* out) {{
+    for (int32_t i = 0; i < count; ++i) out[i] = ids[at + i] < 0 ? QNNB_NO_TENSOR : t[ids[at + i]];
+}}
+
 extern "C" QNNB_EXPORT qnnb_status qnnb_model_compose(const qnnb_compose_api* api, qnnb_graph* g) {{
     if (api->api_version != QNNB_API_VERSION) return QNNB_ERR_API_VERSION;
-    qnnb_tensor_id t[{max(len(ids), 1)}];
-"""
-    return head + functions + entry_head + "\n".join(entry) + "\n}\n"
+    qnnb_tensor_id t[{slots}];
+    for (int32_t k = 0; k < {num_tensors}; ++k) {{
+        const tensor_row& r = tensors[k];
+        QNNB_CHECK(api->add_tensor(g, r.name, r.dtype, r.rank, r.rank ? dims + r.dims : nullptr,
+                                   r.bin_offset < 0 ? nullptr : {bin} + r.bin_offset, &t[k]));
+        if (r.encoding < 0) continue;
+        const encoding_row& e = encodings[r.encoding];
+        const qnnb_encoding enc = {{e.kind, e.bitwidth, e.is_signed, e.axis, e.block_axis, e.block_size, e.count,
+                                   e.count ? scales + e.scales : nullptr, e.count ? offsets + e.scales : nullptr}};
+        QNNB_CHECK(api->set_encoding(g, t[k], &enc));
+    }}
+    qnnb_tensor_id in[{max_ids}], out[{max_ids}];
+    for (int32_t k = 0; k < {num_nodes}; ++k) {{
+        const node_row& n = nodes[k];
+        qnnb_param p[{max_params}];
+        for (int32_t i = 0; i < n.num_params; ++i) {{
+            const param_row& r = params[n.params + i];
+            const bool some = r.count > 0;
+            p[i] = {{r.name, r.kind, r.count, some && r.kind == QNNB_PARAM_INTS ? ints + r.values : nullptr,
+                    some && r.kind == QNNB_PARAM_FLOATS ? floats + r.values : nullptr, r.str}};
+        }}
+        tensor_ids(t, n.inputs, n.num_inputs, in);
+        tensor_ids(t, n.outputs, n.num_outputs, out);
+        QNNB_CHECK(api->add_node(g, n.name, n.op_type, n.num_inputs ? in : nullptr, n.num_inputs, out, n.num_outputs,
+                                 n.num_params ? p : nullptr, n.num_params));
+    }}
+    tensor_ids(t, {inputs[0]}, {inputs[1]}, in);
+    tensor_ids(t, {outputs[0]}, {outputs[1]}, out);
+    return api->set_io(g, {inputs[1]} ? in : nullptr, {inputs[1]}, out, {outputs[1]});
+}}
+""".replace("{bin}", BIN_SYMBOL)
+
+
+class _Tables:
+    """The rows and pools of one graph's tables, in the order generate_cpp asks for them."""
+
+    def __init__(self, ids: dict[str, int]):
+        self.tensor_index = ids
+        self.dims, self.scales, self.offsets, self.ints, self.floats, self.ids = [], [], [], [], [], []
+        self.encodings, self.params = [], []
+
+    @staticmethod
+    def _append(pool: list, values: list) -> int:
+        at = len(pool)
+        pool.extend(values)
+        return at
+
+    def tensor_row(self, name: str, t, weights: dict[str, WeightEntry]) -> str:
+        dims = self._append(self.dims, [c_int(d) for d in t.shape])
+        offset = weights[name].offset if name in weights else -1
+        encoding = -1 if t.encoding is None else self._encoding(t.encoding)
+        return f"{{{c_string(name)}, {tensor_dtype_enum(t)}, {len(t.shape)}, {dims}, {offset}, {encoding}}}"
+
+    def _encoding(self, enc) -> int:
+        if enc.is_float:
+            row = "{QNNB_ENCODING_FP16, 16, 1, -1, -1, 0, 0, 0}"
+        else:
+            at = self._append(self.scales, [c_float(v) for v in enc.scales])
+            self.offsets.extend(str(int(v)) for v in enc.offsets)
+            row = (f"{{QNNB_ENCODING_INT, {enc.bitwidth}, {int(enc.is_signed)}, {enc.axis}, {enc.block_axis}, "
+                   f"{enc.block_size}, {len(enc.scales)}, {at}}}")
+        return self._append(self.encodings, [row])
+
+    def node_row(self, node) -> str:
+        params = self._append(self.params, [self._param(k, v) for k, v in sorted(node.attrs.items())])
+        ins, outs = self.id_range(node.inputs), self.id_range(node.outputs)
+        return (f"{{{c_string(node.name)}, {c_string(node.op_type)}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, "
+                f"{params}, {len(node.attrs)}}}")
+
+    def _param(self, name: str, value) -> str:
+        if isinstance(value, str):
+            return f"{{{c_string(name)}, QNNB_PARAM_STRING, 0, 0, {c_string(value)}}}"
+        values = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+        if any(isinstance(v, (float, np.floating)) for v in values):
+            kind, at = "QNNB_PARAM_FLOATS", self._append(self.floats, [c_float(v) for v in values])
+        else:
+            kind, at = "QNNB_PARAM_INTS", self._append(self.ints, [c_int(v) for v in values])
+        return f"{{{c_string(name)}, {kind}, {len(values)}, {at}, nullptr}}"
+
+    def id_range(self, names: list[str]) -> tuple[int, int]:
+        """(first, count) in the ids pool: tensor indexes, -1 for an absent optional input."""
+        return self._append(self.ids, [str(self.tensor_index[n]) if n else "-1" for n in names]), len(names)
+
+    def pools(self) -> str:
+        return "".join(_pool(ctype, name, values) for ctype, name, values in (
+            ("int64_t", "dims", self.dims), ("float", "scales", self.scales), ("int32_t", "offsets", self.offsets),
+            ("int64_t", "ints", self.ints), ("float", "floats", self.floats), ("int32_t", "ids", self.ids))) + \
+            _table("encoding_row", "encodings", self.encodings) + _table("param_row", "params", self.params)
+
+
+def _pool(ctype: str, name: str, values: list[str], per_line: int = 16) -> str:
+    lines = [", ".join(values[k:k + per_line]) for k in range(0, len(values), per_line)] or ["0"]
+    return f"static const {ctype} {name}[] = {{\n    " + ",\n    ".join(lines) + "};\n\n"
+
+
+def _table(row_type: str, name: str, rows: list[str]) -> str:
+    return f"static const {row_type} {name}[] = {{\n    " + ",\n    ".join(rows or ["{}"]) + "};\n\n"
 
 
 def onnx_code(dtype) -> int:
