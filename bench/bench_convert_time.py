@@ -4,10 +4,11 @@ rounding), the budget of docs/quantization.md ("The best fixed method": at most 
 
     python bench/bench_convert_time.py [--models yolov8n_320,ppocr_cls,silero_vad_seq] [--calib 16] [--smoke]
 
-CPU seconds, not wall: on a shared machine the wall time is mostly waiting for a core. Each step runs
-as a command, as a user would run it; the time is that of the finished child processes (the
-converter and the compilers it starts). The real models of bench/common.py, calibrated on inputs of
-their kind (bench/real_data.py), the --fast row first, then the auto row, one model at a time.
+CPU seconds first: on a shared machine the wall time is mostly waiting for a core (it is printed
+too). Each step runs as a command, as a user would run it; the time is that of the finished child
+processes (the converter and the compilers it starts). The real models of bench/common.py,
+calibrated on inputs of their kind (bench/real_data.py), or a zoo model (models/<name>.yaml) on its
+own calibration set; the --fast row first, then the auto row, one model at a time.
 """
 
 import argparse
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,10 +42,13 @@ def qnn_build(*args):
     subprocess.run([sys.executable, "-m", "qnn_build.cli", *map(str, args), "-q"], check=True)
 
 
-def timed(model, source: Path, calibration: Path, out: Path, mode: str) -> tuple[float, float]:
+ZOO = Path(__file__).resolve().parent.parent / "models"
+
+
+def timed(dims: dict, values: dict, source: Path, calibration: Path, out: Path, mode: str) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of convert + model-lib."""
-    pins = [a for k, v in model.dims.items() for a in ("--input-dim", k, ",".join(map(str, v)))]
-    pins += [a for k, v in model.values.items() for a in ("--input-value", k, v)]
+    pins = [a for k, v in dims.items() for a in ("--input-dim", k, ",".join(map(str, v)))]
+    pins += [a for k, v in values.items() for a in ("--input-value", k, ",".join(map(str, v)))]
     cpu, wall = children_cpu(), time.perf_counter()
     qnn_build("convert", source, "--precision", "w8a8", "--calibration", calibration, "-o", out, *pins, *MODES[mode])
     qnn_build("model-lib", "--cpp", out / "model.cpp", "--bin", out / "model.bin", "-o", out / "libmodel.so")
@@ -58,19 +63,33 @@ def main():
     args = ap.parse_args()
     if args.smoke:
         args.models, args.calib = "silero_vad_seq", 2
-    wanted = args.models.split(",")
-    models = [m for m in REAL_MODELS if m.name in wanted]
+    real = {m.name: m for m in REAL_MODELS}
     runtime_library(None)  # built (or found in its cache) outside the timing
-    print("| model | --fast CPU s | auto CPU s | auto / --fast |\n|---|---:|---:|---:|")
+    print("| model | --fast CPU s | auto CPU s | auto / --fast | --fast wall s | auto wall s |\n"
+          "|---|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="qnnb-convert-time-") as tmp:
-        for model in models:
-            calibration = Path(tmp) / f"{model.name}.npz"
-            np.savez(calibration, **samples(model.name, model.dims, args.calib, 1))
-            source = fetch_real(model)
-            cpu = {mode: timed(model, source, calibration, Path(tmp) / f"{model.name}-{mode}", mode)[0]
-                   for mode in MODES}
-            print(f"| {model.name} | {cpu['fast']:.1f} | {cpu['auto']:.1f} | {cpu['auto'] / cpu['fast']:.2f}x |",
-                  flush=True)
+        for name in args.models.split(","):
+            source, dims, values, calibration = _model(name, real, Path(tmp), args.calib)
+            t = {mode: timed(dims, values, source, calibration, Path(tmp) / f"{name}-{mode}", mode) for mode in MODES}
+            print(f"| {name} | {t['fast'][0]:.1f} | {t['auto'][0]:.1f} | {t['auto'][0] / t['fast'][0]:.2f}x "
+                  f"| {t['fast'][1]:.1f} | {t['auto'][1]:.1f} |", flush=True)
+
+
+def _model(name: str, real: dict, tmp: Path, count: int) -> tuple[Path, dict, dict, Path]:
+    """(source, input dims, input values, calibration file) of a real model or a zoo model."""
+    if name in real:
+        model = real[name]
+        calibration = tmp / f"{name}.npz"
+        np.savez(calibration, **samples(name, model.dims, count, 1))
+        return fetch_real(model), model.dims, model.values, calibration
+    spec_file = ZOO / f"{name}.yaml"
+    if not spec_file.is_file():
+        sys.exit(f"{name}: neither a real model of bench/common.py nor models/{name}.yaml")
+    spec = yaml.safe_load(spec_file.read_text())
+    calibration = tmp / f"{name}.npz"
+    with np.load(ZOO / spec["calibration"]) as z:
+        np.savez(calibration, **{k: z[k][:count] for k in z.files})
+    return ZOO / spec["source"], spec.get("inputs", {}), {}, calibration
 
 
 if __name__ == "__main__":

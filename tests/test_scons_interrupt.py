@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from test_scons_support import build, scons_command, steps, write_project
 
-NODES = 3000  # compiling its model.cpp takes long enough to be caught mid-step (model.cpp is tables: fractions of a second)
+NODES = 3000  # model.cpp is tables: this compiles long enough to be caught mid-step
 
 
 def slow_model(offset: float) -> onnx.ModelProto:
