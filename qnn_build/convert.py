@@ -77,7 +77,9 @@ def prepare_graph(graph: Graph, cle: bool = False, lower_rnn: bool = False) -> G
 
 
 def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "fp32", extra: dict | None = None,
-                    encodings_extra: dict | None = None) -> dict:
+                    encodings_extra: dict | None = None, encodings_file: bool = True) -> dict:
+    """model.cpp, model.bin, model.json and (quantized, unless not encodings_file: a library compiled only
+    to be scored, whose encodings nobody reads) model.encodings.json in out_dir."""
     consts = []
     for name, t in graph.tensors.items():
         if not t.is_const:
@@ -93,7 +95,7 @@ def write_artifacts(graph: Graph, out_dir, source_name: str, precision: str = "f
     out_dir = Path(out_dir)
     write_bytes(out_dir / "model.bin", bin_bytes)
     write_text(out_dir / "model.cpp", cpp)
-    if precision != "fp32":
+    if precision != "fp32" and encodings_file:
         doc = {**encodings_document(graph), **(encodings_extra or {})}
         write_text(out_dir / "model.encodings.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     write_text(out_dir / "model.json", json.dumps(desc, indent=1, sort_keys=True) + "\n")
@@ -245,7 +247,7 @@ def cpu_compiler(folder: Path):
     folder/<precision>, and a function that loads it on the cpu backend (one thread), tensors replaced."""
     def compile_graph(graph: Graph, precision: str):
         out = folder / precision
-        write_artifacts(graph, out, "model.onnx", precision)
+        write_artifacts(graph, out, "model.onnx", precision, encodings_file=False)  # 10 s of JSON on tashkeel
         lib = build_model_lib(out / "model.cpp", out / "model.bin", out / "libmodel.so")
         return lambda replace=None: Model(lib, threads=1, replace=replace)
     return compile_graph
