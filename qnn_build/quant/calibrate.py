@@ -3,7 +3,8 @@ tensor kept) run over the calibration samples (a stream handed in: data/samples.
 
 Per float activation tensor: min, max, a histogram of HIST_BINS bins over [min, max], and the mean
 per channel (axis 1) for bias correction. Two streamed passes (min/max, then histograms), one sample
-at a time, so memory does not grow with the number of samples. The statistics are their own
+at a time, so memory does not grow with the number of samples (the histogram pass holds up to
+HELD_BYTES of values back, to count them in one call). The statistics are their own
 artifact (stats.npz): changing a range algorithm, a bitwidth or an override reuses them.
 """
 
@@ -19,6 +20,7 @@ from ..log import progress
 from ..ops.kinds import VALUE_KEEPERS
 
 HIST_BINS = 2048
+HELD_BYTES = 64 << 20  # the histogram pass counts the values of several samples at once, up to this much
 
 
 @dataclass
@@ -94,6 +96,8 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
                 m = t.astype(np.float64).reshape(t.shape[0], t.shape[1], -1).mean(axis=(0, 2))
                 sums[name] = sums.get(name, 0) + m
     hists = {name: np.zeros(bins, np.int64) for name in lo}
+    held: dict[str, list] = {}  # tensor -> its values of the samples not yet counted
+    held_bytes = 0
     for feeds in progress(stream(), "calibration, histograms", total=count, unit="sample"):
         model.run(feeds)
         tensors = {**{k: np.asarray(v, np.float32) for k, v in feeds.items() if k in lo}, **model.tensors()}
@@ -101,13 +105,27 @@ def collect_stats(model, count: int, stream: Callable[[], Iterator[dict]], bins:
             if name not in lo:
                 continue
             t = _finite(name, t, masked)
-            if hi[name] > lo[name]:
-                h, _ = np.histogram(t, bins=bins, range=(lo[name], hi[name]))
-                hists[name] += h
-            else:
-                hists[name][0] += t.size
+            held.setdefault(name, []).append(t.ravel())
+            held_bytes += t.nbytes
+        if held_bytes > HELD_BYTES:
+            _count(held, hists, lo, hi, bins)
+            held_bytes = 0
+    _count(held, hists, lo, hi, bins)
     return Stats({name: TensorStats(lo[name], hi[name], hists[name],
                                     (sums[name] / count) if name in sums else None) for name in lo})
+
+
+def _count(held: dict, hists: dict, lo: dict, hi: dict, bins: int) -> None:
+    """Add the held values to their tensors' histograms and let them go. A value's bin depends on it
+    alone, so one np.histogram over several samples counts what one per sample would: the thousands
+    of small tensors of an unrolled recurrence cost a call per tensor, not per tensor and sample."""
+    for name, parts in held.items():
+        t = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if hi[name] > lo[name]:
+            hists[name] += np.histogram(t, bins=bins, range=(lo[name], hi[name]))[0]
+        else:
+            hists[name][0] += t.size
+    held.clear()
 
 
 def _finite(name: str, t: np.ndarray, masked: frozenset) -> np.ndarray:
