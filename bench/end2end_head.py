@@ -2,9 +2,9 @@
 NMS-free exports (YOLOv10, YOLO26 `end2end`, the DETR family) put after their scores, built with
 onnx.helper so that no torch is needed to make it.
 
-No package on the registries was found to ship a detector exported with such a head (the search is
-in the notes of issue 16), so a real detector from one gets it here: ddddocr's YOLOX, whose app
-decodes its raw output and ranks its boxes in Python. Here the same steps run in the graph, on
+Besides the one real export found on the registries (isbnx's YOLO26n, tests/test_third_party_yolo26.py),
+a real detector gets such a head here: ddddocr's YOLOX, whose app decodes its raw output and ranks
+its boxes in Python. Here the same steps run in the graph, on
 the raw output [batch, anchors, 5 + classes] (x, y offsets in cells, log width and height,
 objectness, the classes' scores), anchors in YOLOX's order (per stride, row-major cells):
 

@@ -81,7 +81,7 @@ def test_yolo26_end2end_on_the_npu(tmp_path):
                    float_fallback=True)
     assert {f["op"] for f in desc["float_fallback"]} == {"Cast"}
     said = json.loads((tmp_path / "w8a8/model.encodings.json").read_text())["quantization"]["act_range"]
-    assert "ranked values at minmax, mixed-scale concats at 16 bits" in said
+    assert "ranked values at minmax, mixed-scale concats at 16 bits, ranking head at 16 bits" in said
     lib = build_model_lib(tmp_path / "w8a8/model.cpp", tmp_path / "w8a8/model.bin", tmp_path / "lib.so")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     counts = {"cpu": np.zeros(4, int), "npu": np.zeros(4, int)}  # found, of ort's; confirmed, of its own

@@ -20,7 +20,7 @@ from ..log import progress
 from ..ops.kinds import VALUE_KEEPERS
 from .apply import quantize_graph
 from .encoding import activation_encoding
-from .ranked_values import MIXED_BITS, carried_on, mixed_scale_concats, ranked_tensors
+from .ranked_values import MIXED_BITS, carried_on, head_tensors, mixed_scale_concats, ranked_tensors
 from .ranges import choose_range
 
 SEARCH_START = "minmax"                 # the fixed method the search starts from
@@ -150,16 +150,18 @@ def _best_method(scorer, stats) -> SearchResult:
 
 def _structural_ranges(scorer, stats) -> tuple[dict, list]:
     """(21e): every method's ranges take these: ranked values (and what they are computed from) at
-    their minmax ranges, mixed-scale Concats and what carries their values on at MIXED_BITS too.
-    Returns (tensor -> range, what the label says)."""
+    their minmax ranges, mixed-scale Concats and what carries their values on, and a head that ranks
+    and gathers in the graph, at MIXED_BITS too. Returns (tensor -> range, what the label says)."""
     mixed = mixed_scale_concats(scorer.graph, stats)
     wide = [n for n in carried_on(scorer.graph, mixed) if n in scorer.start and scorer.start[n][2] < MIXED_BITS]
+    head = [n for n in head_tensors(scorer.graph) if n in scorer.start and scorer.start[n][2] < MIXED_BITS]
     narrow = [i for inputs in mixed.values() for i in inputs]
     ranked = [n for n in ranked_tensors(scorer.graph, narrow) if n in scorer.start]
     fixed = {n: (stats[n].min, stats[n].max) for n in ranked}
-    fixed.update({n: (stats[n].min, stats[n].max, MIXED_BITS) for n in wide})
+    fixed.update({n: (stats[n].min, stats[n].max, MIXED_BITS) for n in wide + head})
     said = (["ranked values at minmax"] if ranked else []) + \
-        ([f"mixed-scale concats at {MIXED_BITS} bits"] if wide else [])
+        ([f"mixed-scale concats at {MIXED_BITS} bits"] if wide else []) + \
+        ([f"ranking head at {MIXED_BITS} bits"] if head else [])
     return fixed, said
 
 

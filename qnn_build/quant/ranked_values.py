@@ -2,6 +2,12 @@
 of another scale (docs/quantization.md (21e)): a detector's head, where boxes in pixels and scores
 in 0-1 share one Concat, and TopK / ReduceMax / ArgMax (in the graph or after it) pick the peaks.
 
+- A head that ranks in the graph (TopK, ReduceMax, ArgMax: an end-to-end detector's) and gathers the
+  picked rows: what it ranks and what it gathers, computed from the last weighted layers' outputs by
+  cheap elementwise ops, and on to the outputs, take 16 bits: a score near the app's threshold and a
+  box in pixels are the head's result itself, and at 8 bits they move by a step (onnxruntime leaves
+  such a head in float).
+
 - A Concat whose output spans MIXED_SCALE times the range of one of its inputs would leave that input
   fewer than 4 codes at 8 bits: it, and what carries its values on, takes 16 bits.
 - What is ranked, and the narrow inputs of such a Concat (a raw head's scores, ranked after the
@@ -86,3 +92,47 @@ def ranked_tensors(graph, also=()) -> list[str]:
 
 def _is_float(graph, name) -> bool:
     return graph.tensor(name).dtype == np.float32
+
+
+# Index outputs of a ranking, and the ops that move indices on to a gather.
+_INDEX_SOURCES = frozenset({"TopK", "ArgMax", "ArgMin"})
+_INDEX_MOVERS = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Expand", "Tile", "Identity", "Cast"})
+_GATHERS = frozenset({"Gather", "GatherElements", "GatherND"})
+# The cheap elementwise ops between a head's last weighted layers and its ranking.
+_HEAD_OPS = VALUE_KEEPERS | _PEAK_KEEPERS | {"Split", "Where", "ReduceMax", "ReduceMin", "Neg", "Abs"}
+
+
+def head_tensors(graph) -> list[str]:
+    """What a ranking op in the graph reads, and the data a gather picks by a ranking's indices,
+    back through _HEAD_OPS to the tensors the last weighted layers (or the inputs) give; then what
+    rankings and gathers of them give, on through value keepers, Where and Concat."""
+    producer, consumers = graph.producers(), graph.consumers()
+
+    def indexed_by_ranking(name):
+        node = producer.get(name)
+        while node is not None and node.op_type in _INDEX_MOVERS:
+            node = producer.get(node.inputs[0])
+        return node is not None and node.op_type in _INDEX_SOURCES
+
+    todo = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS or
+            (n.op_type in _GATHERS and indexed_by_ranking(n.inputs[1]))]
+    found = set()
+    while todo:
+        name = todo.pop()
+        if name in found or not _is_float(graph, name) or graph.tensor(name).is_const:
+            continue
+        found.add(name)
+        node = producer.get(name)
+        if node is not None and node.op_type in _HEAD_OPS:
+            todo += [i for i in node.inputs if i]
+    forward = [o for n in graph.nodes if n.op_type in RANKING_OPS | _GATHERS and n.inputs[0] in found
+               for o in n.outputs if o]
+    while forward:
+        name = forward.pop()
+        if name in found or not _is_float(graph, name):
+            continue
+        found.add(name)
+        for node in consumers.get(name, []):
+            if node.op_type in VALUE_KEEPERS | _CARRIERS | {"Where"}:
+                forward += [o for o in node.outputs if o]
+    return [n for n in graph.tensors if n in found]
