@@ -72,22 +72,27 @@ def ranked_tensors(graph, also=()) -> list[str]:
     """What a ranking op reads, and the tensors `also` (the narrow inputs of mixed-scale Concats: a
     raw head's scores, ranked after the graph), back through value keepers and _PEAK_KEEPERS to the
     tensors that compute them."""
+    def back(node):
+        if node.op_type in VALUE_KEEPERS:
+            return [node.inputs[0]]
+        return [i for i in node.inputs if i] if node.op_type in _PEAK_KEEPERS | RANKING_OPS else []
+    starts = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS] + list(also)
+    found = _walk_back(graph, starts, back)
+    return [n for n in graph.tensors if n in found]
+
+
+def _walk_back(graph, starts, back) -> set[str]:
+    """The float activations `starts` and those back(node) names, from each one's producer on."""
     producer = graph.producers()
-    todo = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS] + list(also)
-    found = set()
+    found, todo = set(), list(starts)
     while todo:
         name = todo.pop()
         if name in found or not _is_float(graph, name) or graph.tensor(name).is_const:
             continue
         found.add(name)
-        node = producer.get(name)
-        if node is None:
-            continue
-        if node.op_type in VALUE_KEEPERS:
-            todo.append(node.inputs[0])
-        elif node.op_type in _PEAK_KEEPERS or node.op_type in RANKING_OPS:
-            todo += [i for i in node.inputs if i]
-    return [n for n in graph.tensors if n in found]
+        if name in producer:
+            todo += back(producer[name])
+    return found
 
 
 def _is_float(graph, name) -> bool:
@@ -114,17 +119,9 @@ def head_tensors(graph) -> list[str]:
             node = producer.get(node.inputs[0])
         return node is not None and node.op_type in _INDEX_SOURCES
 
-    todo = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS or
-            (n.op_type in _GATHERS and indexed_by_ranking(n.inputs[1]))]
-    found = set()
-    while todo:
-        name = todo.pop()
-        if name in found or not _is_float(graph, name) or graph.tensor(name).is_const:
-            continue
-        found.add(name)
-        node = producer.get(name)
-        if node is not None and node.op_type in _HEAD_OPS:
-            todo += [i for i in node.inputs if i]
+    starts = [n.inputs[0] for n in graph.nodes if n.op_type in RANKING_OPS or
+              (n.op_type in _GATHERS and indexed_by_ranking(n.inputs[1]))]
+    found = _walk_back(graph, starts, lambda node: [i for i in node.inputs if i] if node.op_type in _HEAD_OPS else [])
     forward = [o for n in graph.nodes if n.op_type in RANKING_OPS | _GATHERS and n.inputs[0] in found
                for o in n.outputs if o]
     while forward:
