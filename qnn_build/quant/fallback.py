@@ -2,8 +2,8 @@
 
 After quantization, every node the integer backend cannot run (`refusal(node)`, handed in by
 convert: the npu's backends/npu.py node_refusal, which looks at the node's attributes, constants and
-encodings, not only its op) and that touches an integer-encoded activation is kept in fp16 (docs/quantization.md "Float fallback", docs/npu.md
-(N40)-(N42)):
+encodings, not only its op) and that touches an integer-encoded activation is kept in fp16
+(docs/quantization.md "Float fallback", docs/npu.md (N40)-(N42)):
 - its float activations get the fp16 encoding; its float constants are stored as float16 (from
   their float values, not from the integers quantization made of them);
 - an integer activation it reads goes through a converter-inserted `Dequantize` node (integer ->
