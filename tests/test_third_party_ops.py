@@ -47,6 +47,7 @@ from qnn_build.toolchain import build_model_lib
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from common import REAL_MODELS, fetch_real  # noqa: E402
 from end2end_head import with_end2end_head  # noqa: E402
+from output_kinds import iou  # noqa: E402  (bench_quant's, the same measure)
 from real_data import (arabic_text, khmer_text, masked_words, molecule_dims, molecule_graph, samples,  # noqa: E402
                        wordpiece_text)
 
@@ -290,14 +291,6 @@ def test_real_model_on_the_npu(tmp_path, requirement, member, dims, make_feeds, 
         assert abs(npu_db - cpu_db) <= within, f"{out}: npu {npu_db:.2f} dB, cpu simulation {cpu_db:.2f} dB"
         floor = measured_db - FLOOR_MARGIN_DB
         assert min(cpu_db, npu_db) > floor, f"{out}: cpu {cpu_db:.2f} dB, npu {npu_db:.2f} dB, floor {floor:.2f}"
-
-
-def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Intersection over union of boxes a [n, 4] and b [m, 4] (x1, y1, x2, y2): [n, m]."""
-    lo, hi = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(hi - lo, 0, None), axis=2)
-    area = lambda x: np.prod(x[:, 2:] - x[:, :2], axis=1)  # noqa: E731
-    return inter / (area(a)[:, None] + area(b)[None, :] - inter)
 
 
 def found(ref: dict, out: dict) -> tuple[int, int]:
